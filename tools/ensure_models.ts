@@ -1,0 +1,51 @@
+// Generates the project's own test models into models/generated/ when they are missing or stale.
+// Each generator module (tools/models/<name>.ts) exports `VERSION` and `generate(outDir)`; a model folder is
+// current when its `.generated` marker holds that VERSION. `--force` regenerates all; `--only a,b` picks some.
+import { parseArgs } from "node:util";
+import { fromFileUrl } from "node:url";
+import { join } from "node:path";
+
+interface Generator {
+  VERSION: string;
+  generate(outDir: string): Promise<void>;
+}
+
+/** name -> module path (relative to this file). */
+const GENERATORS: Record<string, string> = {
+  "chat-tiny": "./models/chat_tiny.ts",
+  "embed-tiny": "./models/embed_tiny.ts",
+  "whisper-tiny-test": "./models/whisper_tiny.ts",
+};
+
+export const GENERATED_DIR = fromFileUrl(new URL("../models/generated/", import.meta.url));
+
+async function isCurrent(dir: string, version: string): Promise<boolean> {
+  try {
+    return (await Deno.readTextFile(join(dir, ".generated"))).trim() === version;
+  } catch {
+    return false;
+  }
+}
+
+export async function ensureModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
+  for (const [name, modPath] of Object.entries(GENERATORS)) {
+    if (opts.only && !opts.only.includes(name)) continue;
+    const gen = (await import(modPath)) as Generator;
+    const dir = join(GENERATED_DIR, name);
+    if (!opts.force && await isCurrent(dir, gen.VERSION)) continue;
+    const started = performance.now();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await Deno.mkdir(dir, { recursive: true });
+    await gen.generate(dir);
+    await Deno.writeTextFile(join(dir, ".generated"), gen.VERSION + "\n");
+    console.log(`generated ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { force: { type: "boolean", default: false }, only: { type: "string" } },
+  });
+  await ensureModels({ force: values.force, only: values.only?.split(",") });
+}
