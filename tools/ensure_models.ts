@@ -2,7 +2,7 @@
 // Each generator module (tools/models/<name>.ts) exports `VERSION` and `generate(outDir)`; a model folder is
 // current when its `.generated` marker holds that VERSION. `--force` regenerates all; `--only a,b` picks some.
 import { parseArgs } from "node:util";
-import { fromFileUrl } from "node:url";
+import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 
 interface Generator {
@@ -17,7 +17,7 @@ const GENERATORS: Record<string, string> = {
   "whisper-tiny-test": "./models/whisper_tiny.ts",
 };
 
-export const GENERATED_DIR = fromFileUrl(new URL("../models/generated/", import.meta.url));
+export const GENERATED_DIR = fileURLToPath(new URL("../models/generated/", import.meta.url));
 
 async function isCurrent(dir: string, version: string): Promise<boolean> {
   try {

@@ -1,0 +1,49 @@
+// Composition root: parses the config, wires the engines' loaders into the server, starts it, and turns
+// SIGINT/SIGTERM into a graceful shutdown that exits 0.
+import { ConfigError, parseConfig } from "./src/config.ts";
+import { createLogger } from "./src/log.ts";
+import { startServer } from "./src/server.ts";
+import { ManifestError } from "./src/engines/manifest.ts";
+import { builtinLoaders } from "./src/engines/loaders.ts";
+
+const loaders = builtinLoaders();
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseConfig(Deno.args);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`error: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+  if (parsed.help) {
+    console.log(parsed.help);
+    return 0;
+  }
+  const config = parsed.config!;
+  const log = createLogger(config.logFormat);
+  let server;
+  try {
+    server = await startServer(config, { loaders, log });
+  } catch (e) {
+    if (
+      e instanceof ManifestError || e instanceof Deno.errors.AddrInUse ||
+      e instanceof Deno.errors.PermissionDenied
+    ) {
+      console.error(`error: ${(e as Error).message}`);
+      return 2;
+    }
+    throw e;
+  }
+  const stop = () => void server.shutdown();
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  await server.finished;
+  await server.shutdown();
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main());

@@ -1,0 +1,210 @@
+// Owns the native build: fetches whisper.cpp 1.9.1 from the pinned npm tarball nodejs-whisper@0.3.1 (verified
+// against its sha512), compiles it with cmake as shared libraries plus `whisper-cli` (for the benchmark), and
+// compiles native/shim.c against it. Everything lands in native/build/ (gitignored):
+//   native/build/lib/libwhisper_shim.so (+ libwhisper.so*, libggml*.so*)   native/build/bin/whisper-cli
+// Usage: deno run -A native/build.ts [--if-missing] [--force] [--jobs N] [--portable] [--cmake-arg=-DGGML_CUDA=ON]
+import { parseArgs } from "node:util";
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+
+export const PACKAGE = "nodejs-whisper";
+export const PACKAGE_VERSION = "0.3.1";
+/** npm's `dist.integrity` for the tarball; a different tarball is refused. */
+export const PACKAGE_INTEGRITY =
+  "sha512-ceoilUVraRuR5FnNyXpGQT2auAR48Oc3AQBEmkXnVpSn9iN6yVRzQBFCqVTGWbk6Wdi95NhvwXNzFvuR7erLWw==";
+export const WHISPER_VERSION = "1.9.1";
+
+export const NATIVE_DIR = fileURLToPath(new URL("./", import.meta.url));
+export const BUILD_DIR = join(NATIVE_DIR, "build");
+export const LIB_DIR = join(BUILD_DIR, "lib");
+export const BIN_DIR = join(BUILD_DIR, "bin");
+
+/** File name of a shared library on this OS. */
+export function libName(base: string): string {
+  if (Deno.build.os === "windows") return `${base}.dll`;
+  if (Deno.build.os === "darwin") return `lib${base}.dylib`;
+  return `lib${base}.so`;
+}
+
+/** The library the server opens by default. */
+export const SHIM_PATH = join(LIB_DIR, libName("whisper_shim"));
+export const CLI_PATH = join(BIN_DIR, Deno.build.os === "windows" ? "whisper-cli.exe" : "whisper-cli");
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function run(cmd: string, args: string[], cwd?: string): Promise<void> {
+  console.log(`$ ${cmd} ${args.join(" ")}`);
+  const { code } = await new Deno.Command(cmd, { args, cwd, stdout: "inherit", stderr: "inherit" }).output();
+  if (code !== 0) throw new Error(`${cmd} exited with ${code}`);
+}
+
+async function sri(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-512", bytes as Uint8Array<ArrayBuffer>));
+  let bin = "";
+  for (const b of digest) bin += String.fromCharCode(b);
+  return "sha512-" + btoa(bin);
+}
+
+/** Gets the tarball (npm pack, else a plain registry fetch) and refuses it unless the sha512 matches. */
+async function fetchTarball(): Promise<string> {
+  const tgz = join(BUILD_DIR, `${PACKAGE}-${PACKAGE_VERSION}.tgz`);
+  if (!await exists(tgz)) {
+    try {
+      await run("npm", ["pack", `${PACKAGE}@${PACKAGE_VERSION}`, "--silent"], BUILD_DIR);
+    } catch (err) {
+      // npm may be absent (e.g. a machine with only Deno); the registry serves the same tarball.
+      const registry = (Deno.env.get("NPM_CONFIG_REGISTRY") ?? "https://registry.npmjs.org").replace(/\/$/, "");
+      const url = `${registry}/${PACKAGE}/-/${PACKAGE}-${PACKAGE_VERSION}.tgz`;
+      console.log(`npm pack failed (${(err as Error).message}); fetching ${url}`);
+      const res = await fetch(url);
+      if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
+      await Deno.writeFile(tgz, new Uint8Array(await res.arrayBuffer()));
+    }
+  }
+  const got = await sri(await Deno.readFile(tgz));
+  if (got !== PACKAGE_INTEGRITY) {
+    await Deno.remove(tgz);
+    throw new Error(`integrity mismatch for ${tgz}: got ${got}, want ${PACKAGE_INTEGRITY}`);
+  }
+  return tgz;
+}
+
+/** Extracts only cpp/whisper.cpp of the tarball; returns the source folder. */
+async function extract(tgz: string): Promise<string> {
+  const root = join(BUILD_DIR, "src");
+  const src = join(root, "package", "cpp", "whisper.cpp");
+  const marker = join(root, ".extracted");
+  if (await exists(marker)) return src;
+  await Deno.remove(root, { recursive: true }).catch(() => {});
+  await Deno.mkdir(root, { recursive: true });
+  await run("tar", ["xzf", tgz, "-C", root, "package/cpp/whisper.cpp"]);
+  const cmakeLists = await Deno.readTextFile(join(src, "CMakeLists.txt"));
+  if (!cmakeLists.includes(`VERSION ${WHISPER_VERSION}`)) throw new Error(`expected whisper.cpp ${WHISPER_VERSION}`);
+  await Deno.writeTextFile(marker, PACKAGE_INTEGRITY + "\n");
+  return src;
+}
+
+export interface BuildOptions {
+  jobs: number;
+  /** GGML_NATIVE=OFF: a library that runs on any x86-64/arm64, slower than one tuned to this CPU. */
+  portable: boolean;
+  cmakeArgs: string[];
+}
+
+async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
+  const out = join(BUILD_DIR, "cmake");
+  const args = [
+    "-S",
+    src,
+    "-B",
+    out,
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=ON",
+    "-DWHISPER_BUILD_TESTS=OFF",
+    // Examples must be configured for whisper-cli to exist; only that target is built below.
+    "-DWHISPER_BUILD_EXAMPLES=ON",
+    "-DWHISPER_BUILD_SERVER=OFF",
+    "-DWHISPER_SDL2=OFF",
+    "-DWHISPER_CURL=OFF",
+    `-DGGML_NATIVE=${opts.portable ? "OFF" : "ON"}`,
+    // Binaries find their libraries next to themselves or in ../lib, wherever the folder is moved.
+    "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
+    "-DCMAKE_INSTALL_RPATH=$ORIGIN:$ORIGIN/../lib",
+    ...opts.cmakeArgs,
+  ];
+  await run("cmake", args);
+  await run("cmake", ["--build", out, "--config", "Release", "-j", String(opts.jobs), "--target", "whisper", "whisper-cli"]);
+  return join(out, "bin");
+}
+
+/** Copies the shared libraries (keeping SONAME links) and whisper-cli into lib/ and bin/. */
+async function collect(cmakeBin: string): Promise<void> {
+  await Deno.mkdir(LIB_DIR, { recursive: true });
+  await Deno.mkdir(BIN_DIR, { recursive: true });
+  for await (const e of Deno.readDir(cmakeBin)) {
+    const from = join(cmakeBin, e.name);
+    if (/\.(so|dylib|dll)(\.|$)/.test(e.name)) {
+      const to = join(LIB_DIR, e.name);
+      await Deno.remove(to).catch(() => {});
+      if (e.isSymlink) await Deno.symlink(await Deno.readLink(from), to);
+      else await Deno.copyFile(from, to);
+    } else if (e.name.startsWith("whisper-cli")) {
+      await Deno.copyFile(from, join(BIN_DIR, e.name));
+      if (Deno.build.os !== "windows") await Deno.chmod(join(BIN_DIR, e.name), 0o755);
+    }
+  }
+}
+
+/** The shim is tiny: one compiler call, linked against libwhisper with an $ORIGIN rpath. */
+async function buildShim(src: string): Promise<void> {
+  const cc = Deno.env.get("CC") ?? "cc";
+  const args = [
+    "-O2",
+    "-shared",
+    "-fPIC",
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-I",
+    join(src, "include"),
+    "-I",
+    join(src, "ggml", "include"),
+    join(NATIVE_DIR, "shim.c"),
+    "-o",
+    SHIM_PATH,
+    "-L",
+    LIB_DIR,
+    "-lwhisper",
+    "-lpthread",
+  ];
+  if (Deno.build.os === "linux") args.push("-Wl,-rpath,$ORIGIN");
+  if (Deno.build.os === "darwin") args.push("-Wl,-rpath,@loader_path");
+  await run(cc, args);
+}
+
+async function newer(a: string, b: string): Promise<boolean> {
+  const [sa, sb] = await Promise.all([Deno.stat(a), Deno.stat(b).catch(() => null)]);
+  return !sb || (sa.mtime?.getTime() ?? 0) > (sb.mtime?.getTime() ?? 0);
+}
+
+export async function build(opts: BuildOptions & { force: boolean; ifMissing: boolean }): Promise<void> {
+  const haveAll = await exists(SHIM_PATH) && await exists(CLI_PATH);
+  if (opts.ifMissing && haveAll && !await newer(join(NATIVE_DIR, "shim.c"), SHIM_PATH)) {
+    console.log(`whisper.cpp already built: ${SHIM_PATH}`);
+    return;
+  }
+  const started = performance.now();
+  await Deno.mkdir(BUILD_DIR, { recursive: true });
+  const src = await extract(await fetchTarball());
+  const libReady = await exists(join(LIB_DIR, libName("whisper"))) && await exists(CLI_PATH);
+  if (opts.force || !libReady) await collect(await cmakeBuild(src, opts));
+  await buildShim(src);
+  console.log(`built ${SHIM_PATH} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      "if-missing": { type: "boolean", default: false },
+      force: { type: "boolean", default: false },
+      portable: { type: "boolean", default: false },
+      jobs: { type: "string" },
+      "cmake-arg": { type: "string", multiple: true },
+    },
+  });
+  await build({
+    ifMissing: values["if-missing"],
+    force: values.force,
+    portable: values.portable,
+    jobs: Number(values.jobs ?? navigator.hardwareConcurrency ?? 2),
+    cmakeArgs: values["cmake-arg"] ?? [],
+  });
+}

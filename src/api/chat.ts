@@ -1,0 +1,6 @@
+// Placeholder for the chat endpoint while its engine is being built; replaced by the engine's owner.
+import { ApiError } from "../http/errors.ts";
+
+export function handleChatCompletions(): Response {
+  throw ApiError.unavailable("This endpoint is not available in this build.", "not_implemented");
+}

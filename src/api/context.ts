@@ -1,0 +1,31 @@
+// Owns what every API handler receives: the config, the model registry, the logger, the request's identity
+// and cancellation signal, and `note` for fields that end up in the request's log line and metrics.
+import type { Config } from "../config.ts";
+import type { Registry } from "../engines/registry.ts";
+import type { Logger } from "../engines/types.ts";
+import type { BodyLimits } from "../http/body.ts";
+
+export interface RequestNote {
+  model?: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  /** Seconds to the first generated token (streaming chat). */
+  ttft?: number;
+  [k: string]: unknown;
+}
+
+export interface ApiContext {
+  config: Config;
+  registry: Registry;
+  log: Logger;
+  requestId: string;
+  /** Aborted when the client disconnects, the request times out, or the server is forced down. */
+  signal: AbortSignal;
+  /** Path parameters of the matched route. */
+  params: Record<string, string>;
+  note(fields: RequestNote): void;
+  jsonLimits: BodyLimits;
+  audioLimits: BodyLimits;
+}
+
+export type Handler = (req: Request, ctx: ApiContext) => Response | Promise<Response>;

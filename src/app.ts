@@ -1,0 +1,143 @@
+// Owns the request pipeline and its one error boundary: request id, CORS, routing, auth, the request's
+// cancellation signal (client disconnect, timeout, forced shutdown), and one log line per request when its
+// response (including a streamed body) has finished. Anything thrown by a handler becomes OpenAI's envelope here.
+import type { Config } from "./config.ts";
+import type { Registry } from "./engines/registry.ts";
+import type { Logger } from "./engines/types.ts";
+import type { ApiContext, Handler, RequestNote } from "./api/context.ts";
+import { handleHealth, handleReady } from "./api/health.ts";
+import { handleListModels, handleRetrieveModel } from "./api/models.ts";
+import { handleChatCompletions } from "./api/chat.ts";
+import { handleEmbeddings } from "./api/embeddings.ts";
+import { handleTranscriptions, handleTranslations } from "./api/transcriptions.ts";
+import { ApiKeys } from "./http/auth.ts";
+import { Cors } from "./http/cors.ts";
+import { errorResponse, toApiError } from "./http/errors.ts";
+import { type Route, Router } from "./http/router.ts";
+
+export const ROUTES: Route<Handler>[] = [
+  { method: "POST", path: "/v1/chat/completions", handler: handleChatCompletions },
+  { method: "POST", path: "/v1/embeddings", handler: handleEmbeddings },
+  { method: "POST", path: "/v1/audio/transcriptions", handler: handleTranscriptions },
+  { method: "POST", path: "/v1/audio/translations", handler: handleTranslations },
+  { method: "GET", path: "/v1/models", handler: handleListModels },
+  { method: "GET", path: "/v1/models/{id...}", handler: handleRetrieveModel },
+  { method: "GET", path: "/health", handler: handleHealth, open: true },
+  { method: "GET", path: "/health/ready", handler: handleReady, open: true },
+];
+
+/** What a finished request reports (log line, metrics). */
+export interface RequestRecord extends RequestNote {
+  method: string;
+  path: string;
+  route: string;
+  status: number;
+  seconds: number;
+  requestId: string;
+}
+
+export interface AppDeps {
+  config: Config;
+  registry: Registry;
+  log: Logger;
+  routes?: Route<Handler>[];
+  /** Aborted to cut every in-flight request (forced shutdown). */
+  shutdownSignal?: AbortSignal;
+  onRequestDone?: (rec: RequestRecord) => void;
+}
+
+export type App = (req: Request) => Promise<Response>;
+
+const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+export function createApp(deps: AppDeps): App {
+  const { config, registry, log } = deps;
+  const router = new Router(deps.routes ?? ROUTES);
+  const cors = new Cors(config.corsOrigins);
+  const keys = new ApiKeys(config.apiKeys);
+  const jsonLimits = { maxBytes: config.jsonBodyBytes, timeoutMs: config.bodyTimeoutMs };
+  const audioLimits = { maxBytes: config.audioBodyBytes, timeoutMs: config.bodyTimeoutMs };
+
+  return async (req: Request): Promise<Response> => {
+    const started = performance.now();
+    const url = new URL(req.url);
+    const given = req.headers.get("x-request-id");
+    const requestId = given && REQUEST_ID.test(given)
+      ? given
+      : `req_${crypto.randomUUID().replaceAll("-", "")}`;
+    const origin = req.headers.get("origin");
+    const note: RequestNote = {};
+    let routePath = "unmatched";
+
+    const signals = [req.signal];
+    if (config.requestTimeoutMs > 0) signals.push(AbortSignal.timeout(config.requestTimeoutMs));
+    if (deps.shutdownSignal) signals.push(deps.shutdownSignal);
+    const signal = AbortSignal.any(signals);
+
+    let res: Response;
+    try {
+      if (cors.isPreflight(req)) {
+        res = cors.preflight(req, router.methodsFor(url.pathname));
+      } else {
+        const { route, params } = router.match(req.method, url.pathname);
+        routePath = route.path;
+        if (!route.open) await keys.check(req);
+        const ctx: ApiContext = {
+          config,
+          registry,
+          log,
+          requestId,
+          signal,
+          params,
+          note: (f) => Object.assign(note, f),
+          jsonLimits,
+          audioLimits,
+        };
+        res = await route.handler(req, ctx);
+      }
+    } catch (err) {
+      const api = toApiError(err);
+      if (api.status >= 500 && api.status !== 503) {
+        log.error("request failed", {
+          requestId,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        });
+      }
+      res = errorResponse(api);
+    }
+
+    const headers = new Headers(res.headers);
+    headers.set("x-request-id", requestId);
+    for (const [k, v] of Object.entries(cors.headers(origin))) headers.set(k, v);
+
+    const finish = () => {
+      const rec: RequestRecord = {
+        method: req.method,
+        path: url.pathname,
+        route: routePath,
+        status: res.status,
+        seconds: +((performance.now() - started) / 1000).toFixed(4),
+        requestId,
+        ...note,
+      };
+      log.info("request", { ...rec });
+      deps.onRequestDone?.(rec);
+    };
+
+    if (!res.body || req.method === "HEAD") {
+      finish();
+      return new Response(req.method === "HEAD" ? null : res.body, { status: res.status, headers });
+    }
+    // Log when the body has been fully sent (or the client went away), so streamed token counts are known.
+    let logged = false;
+    const once = () => {
+      if (!logged) {
+        logged = true;
+        finish();
+      }
+    };
+    const body = res.body.pipeThrough(new TransformStream({ flush: once }));
+    req.signal.addEventListener("abort", once, { once: true });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers });
+  };
+}

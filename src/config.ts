@@ -1,0 +1,393 @@
+// Owns the server's configuration: one table of options, each a command-line flag with an environment
+// variable twin and help text; parsed and validated once at start. A bad value stops the start with one line
+// naming the flag.
+import { parseArgs } from "node:util";
+import { isAbsolute, resolve } from "node:path";
+import type { DevicePref } from "./engines/types.ts";
+
+export interface Config {
+  host: string;
+  port: number;
+  modelsDir: string;
+  manifest: string;
+  device: DevicePref;
+  threads: number;
+  apiKeys: string[];
+  corsOrigins: string[];
+  jsonBodyBytes: number;
+  audioBodyBytes: number;
+  queueSize: number;
+  loadWaitMs: number;
+  requestTimeoutMs: number;
+  shutdownTimeoutMs: number;
+  bodyTimeoutMs: number;
+  logFormat: "json" | "text";
+  offline: boolean;
+  preload: boolean;
+  whisperLib: string;
+  vadModel: string;
+  vad: boolean;
+  transcriptionConcurrency: number;
+  embedBatchWindowMs: number;
+  embedBatchTokens: number;
+}
+
+type Kind = "string" | "int" | "bool" | "list" | "bytes" | "enum";
+
+interface Option {
+  key: keyof Config;
+  flag: string;
+  env: string;
+  kind: Kind;
+  default: string;
+  help: string;
+  choices?: string[];
+  min?: number;
+}
+
+const CPU_COUNT = (() => {
+  try {
+    return navigator.hardwareConcurrency || 2;
+  } catch {
+    return 2;
+  }
+})();
+
+/** Every option, in --help order. Defaults are strings so they parse exactly like user input. */
+export const OPTIONS: Option[] = [
+  {
+    key: "host",
+    flag: "host",
+    env: "OAI_HOST",
+    kind: "string",
+    default: "127.0.0.1",
+    help: "Address to listen on.",
+  },
+  {
+    key: "port",
+    flag: "port",
+    env: "OAI_PORT",
+    kind: "int",
+    default: "8080",
+    min: 0,
+    help: "Port (0 = any free).",
+  },
+  {
+    key: "modelsDir",
+    flag: "models-dir",
+    env: "OAI_MODELS_DIR",
+    kind: "string",
+    default: "models",
+    help: "Folder holding model files and downloads.",
+  },
+  {
+    key: "manifest",
+    flag: "manifest",
+    env: "OAI_MANIFEST",
+    kind: "string",
+    default: "",
+    help: "Model manifest JSON (default: <models-dir>/manifest.json).",
+  },
+  {
+    key: "device",
+    flag: "device",
+    env: "OAI_DEVICE",
+    kind: "enum",
+    choices: ["auto", "webgpu", "cpu"],
+    default: "auto",
+    help: "Where models run: auto (WebGPU when an adapter is found, else CPU), webgpu or cpu.",
+  },
+  {
+    key: "threads",
+    flag: "threads",
+    env: "OAI_THREADS",
+    kind: "int",
+    default: String(CPU_COUNT),
+    min: 1,
+    help: "CPU threads per model.",
+  },
+  {
+    key: "apiKeys",
+    flag: "api-key",
+    env: "OAI_API_KEYS",
+    kind: "list",
+    default: "",
+    help: "Accepted API keys (repeat the flag or comma-separate; @file reads one per line). None = open.",
+  },
+  {
+    key: "corsOrigins",
+    flag: "cors-origin",
+    env: "OAI_CORS_ORIGINS",
+    kind: "list",
+    default: "",
+    help: "Origins allowed by CORS (repeat or comma-separate; * for any). None = no CORS headers.",
+  },
+  {
+    key: "jsonBodyBytes",
+    flag: "max-json-body",
+    env: "OAI_MAX_JSON_BODY",
+    kind: "bytes",
+    default: "4MB",
+    help: "Largest JSON request body (e.g. 4MB).",
+  },
+  {
+    key: "audioBodyBytes",
+    flag: "max-audio-body",
+    env: "OAI_MAX_AUDIO_BODY",
+    kind: "bytes",
+    default: "25MB",
+    help: "Largest audio upload (OpenAI's limit is 25 MB).",
+  },
+  {
+    key: "queueSize",
+    flag: "queue-size",
+    env: "OAI_QUEUE_SIZE",
+    kind: "int",
+    default: "64",
+    min: 0,
+    help: "Requests waiting per model beyond those running; more get 429.",
+  },
+  {
+    key: "loadWaitMs",
+    flag: "load-wait-ms",
+    env: "OAI_LOAD_WAIT_MS",
+    kind: "int",
+    default: "60000",
+    min: 0,
+    help: "How long a request waits for its model to finish loading before 503.",
+  },
+  {
+    key: "requestTimeoutMs",
+    flag: "request-timeout-ms",
+    env: "OAI_REQUEST_TIMEOUT_MS",
+    kind: "int",
+    default: "600000",
+    min: 0,
+    help: "Wall-clock limit of one request (0 = none).",
+  },
+  {
+    key: "bodyTimeoutMs",
+    flag: "body-timeout-ms",
+    env: "OAI_BODY_TIMEOUT_MS",
+    kind: "int",
+    default: "30000",
+    min: 1,
+    help: "Time allowed to receive a request body (slow clients get 408).",
+  },
+  {
+    key: "shutdownTimeoutMs",
+    flag: "shutdown-timeout-ms",
+    env: "OAI_SHUTDOWN_TIMEOUT_MS",
+    kind: "int",
+    default: "30000",
+    min: 0,
+    help: "On SIGINT/SIGTERM, how long in-flight requests may finish.",
+  },
+  {
+    key: "logFormat",
+    flag: "log-format",
+    env: "OAI_LOG_FORMAT",
+    kind: "enum",
+    choices: ["text", "json"],
+    default: "text",
+    help: "Log lines as text or JSON.",
+  },
+  {
+    key: "offline",
+    flag: "offline",
+    env: "OAI_OFFLINE",
+    kind: "bool",
+    default: "false",
+    help: "Never download models; use only files in the models folder.",
+  },
+  {
+    key: "preload",
+    flag: "preload",
+    env: "OAI_PRELOAD",
+    kind: "bool",
+    default: "true",
+    help: "Load every manifest model at start (else on first use).",
+  },
+  {
+    key: "whisperLib",
+    flag: "whisper-lib",
+    env: "OAI_WHISPER_LIB",
+    kind: "string",
+    default: "native/build/lib",
+    help: "Folder (or file) of the whisper.cpp shared library built by `deno task native:build`.",
+  },
+  {
+    key: "vadModel",
+    flag: "vad-model",
+    env: "OAI_VAD_MODEL",
+    kind: "string",
+    default: "",
+    help: "Silero VAD model in ggml format, for voice activity detection.",
+  },
+  {
+    key: "vad",
+    flag: "vad",
+    env: "OAI_VAD",
+    kind: "bool",
+    default: "false",
+    help: "Skip silence with VAD by default (needs --vad-model; requests may override).",
+  },
+  {
+    key: "transcriptionConcurrency",
+    flag: "transcription-concurrency",
+    env: "OAI_TRANSCRIPTION_CONCURRENCY",
+    kind: "int",
+    default: "1",
+    min: 1,
+    help: "Transcriptions run at once per model (one whisper state each).",
+  },
+  {
+    key: "embedBatchWindowMs",
+    flag: "embed-batch-window-ms",
+    env: "OAI_EMBED_BATCH_WINDOW_MS",
+    kind: "int",
+    default: "2",
+    min: 0,
+    help: "How long concurrent embedding requests are gathered into one batch.",
+  },
+  {
+    key: "embedBatchTokens",
+    flag: "embed-batch-tokens",
+    env: "OAI_EMBED_BATCH_TOKENS",
+    kind: "int",
+    default: "16384",
+    min: 1,
+    help: "Token budget of one embedding batch (padded tokens).",
+  },
+];
+
+/** A configuration error: the message names the flag and is printed as one line. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export function parseBytes(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib)?\s*$/i.exec(text);
+  if (!m) return undefined;
+  const unit = (m[2] ?? "b").toLowerCase();
+  const mult: Record<string, number> = {
+    b: 1,
+    kb: 1e3,
+    kib: 1024,
+    mb: 1e6,
+    mib: 1024 ** 2,
+    gb: 1e9,
+    gib: 1024 ** 3,
+  };
+  return Math.floor(Number(m[1]) * mult[unit]);
+}
+
+function convert(opt: Option, raw: string, readFile: (p: string) => string): unknown {
+  const bad = (why: string) => new ConfigError(`--${opt.flag}: ${why} (got "${raw}")`);
+  switch (opt.kind) {
+    case "string":
+      return raw;
+    case "int": {
+      if (!/^-?\d+$/.test(raw.trim())) throw bad("expected an integer");
+      const n = Number(raw);
+      if (opt.min !== undefined && n < opt.min) throw bad(`must be at least ${opt.min}`);
+      if (opt.key === "port" && n > 65535) throw bad("must be at most 65535");
+      return n;
+    }
+    case "bool": {
+      const v = raw.trim().toLowerCase();
+      if (["1", "true", "yes", "on"].includes(v)) return true;
+      if (["0", "false", "no", "off"].includes(v)) return false;
+      throw bad("expected true or false");
+    }
+    case "bytes": {
+      const n = parseBytes(raw);
+      if (n === undefined || n <= 0) throw bad("expected a size such as 25MB");
+      return n;
+    }
+    case "enum":
+      if (!opt.choices!.includes(raw)) throw bad(`expected one of ${opt.choices!.join(", ")}`);
+      return raw;
+    case "list": {
+      const items: string[] = [];
+      for (const part of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
+        if (part.startsWith("@")) {
+          let text: string;
+          try {
+            text = readFile(part.slice(1));
+          } catch (e) {
+            throw bad(`cannot read ${part.slice(1)}: ${(e as Error).message}`);
+          }
+          items.push(...text.split(/\r?\n/).map((s) => s.trim()).filter((s) => s && !s.startsWith("#")));
+        } else items.push(part);
+      }
+      return items;
+    }
+  }
+}
+
+export interface ParseResult {
+  config?: Config;
+  help?: string;
+  /** Positional arguments (sub-commands). */
+  positionals: string[];
+}
+
+/**
+ * Parses flags, then environment variables, then defaults (first found wins; list flags may repeat).
+ * `cwd` anchors relative paths so the config is independent of where it is used later.
+ */
+export function parseConfig(
+  args: string[],
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+  cwd = Deno.cwd(),
+  readFile: (p: string) => string = (p) => Deno.readTextFileSync(p),
+): ParseResult {
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }> = {
+    help: { type: "boolean", short: "h" },
+  };
+  for (const o of OPTIONS) options[o.flag] = { type: "string", multiple: o.kind === "list" };
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new ConfigError((e as Error).message.split("\n")[0]);
+  }
+  if (parsed.values.help) return { help: helpText(), positionals: parsed.positionals };
+  const out: Record<string, unknown> = {};
+  for (const o of OPTIONS) {
+    const fromFlag = parsed.values[o.flag] as string | string[] | undefined;
+    const raw = Array.isArray(fromFlag) ? (fromFlag.length ? fromFlag.join(",") : undefined) : fromFlag;
+    out[o.key] = convert(o, raw ?? env[o.env] ?? o.default, readFile);
+  }
+  const c = out as unknown as Config;
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
+  c.modelsDir = abs(c.modelsDir);
+  c.manifest = c.manifest ? abs(c.manifest) : resolve(c.modelsDir, "manifest.json");
+  c.whisperLib = abs(c.whisperLib);
+  if (c.vadModel) c.vadModel = abs(c.vadModel);
+  if (c.vad && !c.vadModel) {
+    throw new ConfigError("--vad: needs --vad-model (a Silero VAD model in ggml format)");
+  }
+  return { config: c, positionals: parsed.positionals };
+}
+
+export function helpText(): string {
+  const lines = [
+    "Usage: deno task start [flags]",
+    "",
+    "An OpenAI-compatible server for chat, embeddings and speech to text.",
+    "",
+    "Flags (each also read from its environment variable):",
+  ];
+  for (const o of OPTIONS) {
+    const arg = o.kind === "bool"
+      ? "[=true|false]"
+      : o.kind === "enum"
+      ? `=${o.choices!.join("|")}`
+      : "=VALUE";
+    lines.push(`  --${o.flag}${arg}  (${o.env})`);
+    lines.push(`      ${o.help}${o.default ? ` Default: ${o.default}.` : ""}`);
+  }
+  return lines.join("\n");
+}

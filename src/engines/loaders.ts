@@ -1,0 +1,6 @@
+// Owns which engine serves which task: the loaders built into this server, one per task.
+import type { EngineLoader, Task } from "./types.ts";
+
+export function builtinLoaders(): Partial<Record<Task, EngineLoader>> {
+  return {};
+}

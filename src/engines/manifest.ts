@@ -1,0 +1,115 @@
+// Owns the model manifest: its JSON shape (validated with zod), alias resolution, and the rule that no
+// model can point outside the models folder. Produces ModelEntry values; loads nothing.
+import { z } from "zod";
+import { isAbsolute, join, relative, resolve } from "node:path";
+import type { DevicePref, ModelEntry, Task } from "./types.ts";
+
+const REPO_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+const ModelSpec = z.object({
+  task: z.enum(["chat", "embedding", "transcription"]),
+  repo: z.string().regex(REPO_ID, "must look like owner/name").refine((s) => !s.includes(".."), "no ..")
+    .optional(),
+  path: z.string().min(1).optional(),
+  dtype: z.string().optional(),
+  device: z.enum(["auto", "webgpu", "cpu"]).optional(),
+  created: z.number().int().nonnegative().optional(),
+  owned_by: z.string().optional(),
+  options: z.record(z.string(), z.unknown()).optional(),
+}).strict().refine((m) => m.repo || m.path, "needs repo or path");
+
+const ManifestSchema = z.object({
+  defaults: z.object({
+    chat: z.string().optional(),
+    embedding: z.string().optional(),
+    transcription: z.string().optional(),
+  }).strict().default({}),
+  aliases: z.record(z.string(), z.string()).default({}),
+  models: z.record(z.string(), ModelSpec),
+}).strict();
+
+export type ManifestJson = z.input<typeof ManifestSchema>;
+
+export interface Manifest {
+  entries: Map<string, ModelEntry>;
+  /** alias -> model id, already resolved through `@task` defaults. */
+  aliases: Map<string, string>;
+  defaults: Partial<Record<Task, string>>;
+}
+
+export class ManifestError extends Error {
+  override name = "ManifestError";
+}
+
+/** Where a hub repo's files live inside the models folder. */
+export function hubPath(modelsDir: string, repo: string): string {
+  return join(modelsDir, "hub", ...repo.split("/"));
+}
+
+/** Resolves `p` inside `root`, refusing anything that would escape it. */
+export function insideDir(root: string, p: string): string {
+  const full = isAbsolute(p) ? resolve(p) : resolve(root, p);
+  const rel = relative(resolve(root), full);
+  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) {
+    throw new ManifestError(`path "${p}" is outside the models folder ${root}`);
+  }
+  return full;
+}
+
+export function parseManifest(json: unknown, modelsDir: string, device: DevicePref): Manifest {
+  const parsed = ManifestSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ManifestError(`manifest: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  }
+  const m = parsed.data;
+  const entries = new Map<string, ModelEntry>();
+  for (const [id, spec] of Object.entries(m.models)) {
+    const path = spec.path ? insideDir(modelsDir, spec.path) : hubPath(modelsDir, spec.repo!);
+    entries.set(id, {
+      id,
+      task: spec.task,
+      repo: spec.repo,
+      path,
+      dtype: spec.dtype,
+      // The manifest's per-model device wins over the server-wide flag only when the flag is "auto".
+      device: device === "auto" ? spec.device ?? "auto" : device,
+      options: spec.options ?? {},
+      created: spec.created ?? 1735689600,
+      ownedBy: spec.owned_by ?? (spec.repo ? spec.repo.split("/")[0] : "local"),
+    });
+  }
+  const defaults: Partial<Record<Task, string>> = {};
+  for (const [task, id] of Object.entries(m.defaults) as [Task, string | undefined][]) {
+    if (!id) continue;
+    const e = entries.get(id);
+    if (!e) throw new ManifestError(`manifest: defaults.${task}: unknown model "${id}"`);
+    if (e.task !== task) throw new ManifestError(`manifest: defaults.${task}: "${id}" is a ${e.task} model`);
+    defaults[task] = id;
+  }
+  const aliases = new Map<string, string>();
+  for (const [alias, target] of Object.entries(m.aliases)) {
+    const id = target.startsWith("@") ? defaults[target.slice(1) as Task] : target;
+    if (!id) continue; // an alias to a task without a default is simply absent
+    if (!entries.has(id)) throw new ManifestError(`manifest: aliases.${alias}: unknown model "${target}"`);
+    if (entries.has(alias)) throw new ManifestError(`manifest: aliases.${alias}: shadows a model id`);
+    aliases.set(alias, id);
+  }
+  return { entries, aliases, defaults };
+}
+
+export async function loadManifest(file: string, modelsDir: string, device: DevicePref): Promise<Manifest> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (e) {
+    throw new ManifestError(`cannot read manifest ${file}: ${(e as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ManifestError(`manifest ${file} is not JSON: ${(e as Error).message}`);
+  }
+  return parseManifest(json, modelsDir, device);
+}

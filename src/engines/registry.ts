@@ -1,0 +1,199 @@
+// Owns the models the server knows: resolving public ids and aliases to manifest entries, loading engines
+// lazily (one load at a time per model, shared by concurrent requests), their state for /v1/models and
+// readiness, and one admission queue per model. Load failures become 503s for that model only.
+import { ApiError } from "../http/errors.ts";
+import type { Manifest } from "./manifest.ts";
+import { BoundedQueue } from "./queue.ts";
+import type { AnyEngine, EngineLoader, LoadContext, ModelEntry, Task } from "./types.ts";
+
+export type ModelState = "available" | "loading" | "ready" | "failed";
+
+/** Thrown by loaders when the model's files are not there; its message says what is missing and how to get it. */
+export class ModelFilesMissing extends Error {
+  override name = "ModelFilesMissing";
+}
+
+interface Slot {
+  state: ModelState;
+  engine?: AnyEngine;
+  loading?: Promise<AnyEngine>;
+  error?: string;
+  failedAt?: number;
+  queue?: BoundedQueue;
+}
+
+/** A failed load is retried on a later request after this long, so a fixed file is picked up. */
+const RETRY_FAILED_MS = 10_000;
+
+export interface RegistryOptions {
+  loadWaitMs: number;
+  queueSize: number;
+}
+
+export class Registry {
+  readonly #slots = new Map<string, Slot>();
+
+  constructor(
+    readonly manifest: Manifest,
+    readonly loaders: Partial<Record<Task, EngineLoader>>,
+    readonly ctx: LoadContext,
+    readonly options: RegistryOptions,
+  ) {
+    for (const id of manifest.entries.keys()) this.#slots.set(id, { state: "available" });
+  }
+
+  list(): ModelEntry[] {
+    return [...this.manifest.entries.values()];
+  }
+
+  state(id: string): ModelState {
+    return this.#slots.get(id)?.state ?? "available";
+  }
+
+  lastError(id: string): string | undefined {
+    return this.#slots.get(id)?.error;
+  }
+
+  aliasesOf(id: string): string[] {
+    return [...this.manifest.aliases].filter(([, target]) => target === id).map(([alias]) => alias);
+  }
+
+  /** Finds a model by id or alias, or returns undefined. */
+  find(idOrAlias: string): ModelEntry | undefined {
+    const id = this.manifest.aliases.get(idOrAlias) ?? idOrAlias;
+    return this.manifest.entries.get(id);
+  }
+
+  /**
+   * Resolves the `model` of a request for a task: 404 `model_not_found` when unknown, 400 when the model
+   * does another task.
+   */
+  resolve(model: string, task: Task): ModelEntry {
+    const entry = this.find(model);
+    if (!entry) throw ApiError.modelNotFound(model);
+    if (entry.task !== task) {
+      throw ApiError.badRequest(
+        `The model \`${model}\` is a ${entry.task} model and cannot be used for ${task}.`,
+        "model",
+        "model_not_supported",
+      );
+    }
+    return entry;
+  }
+
+  /** The engine for an entry, loading it on first use. Waits for a load in progress up to loadWaitMs. */
+  async engine<T extends AnyEngine>(entry: ModelEntry, signal?: AbortSignal): Promise<T> {
+    const slot = this.#slots.get(entry.id)!;
+    if (slot.state === "ready") return slot.engine as T;
+    if (slot.state === "failed" && Date.now() - (slot.failedAt ?? 0) < RETRY_FAILED_MS) {
+      throw this.#unavailable(entry, slot);
+    }
+    const loading = this.load(entry);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(
+          new ApiError({
+            status: 503,
+            type: "service_unavailable",
+            code: "model_loading",
+            message: `The model \`${entry.id}\` is still loading. Retry shortly.`,
+            headers: { "retry-after": "5" },
+          }),
+        );
+      }, this.options.loadWaitMs);
+    });
+    const aborted = new Promise<never>((_, reject) => {
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+    try {
+      return (await Promise.race([loading, timeout, aborted])) as T;
+    } catch (e) {
+      if (e instanceof ApiError || signal?.aborted) throw e;
+      throw this.#unavailable(entry, slot);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Starts (or joins) the load of one model. Rejects with the loader's error. */
+  load(entry: ModelEntry): Promise<AnyEngine> {
+    const slot = this.#slots.get(entry.id)!;
+    if (slot.state === "ready") return Promise.resolve(slot.engine!);
+    if (slot.loading) return slot.loading;
+    const loader = this.loaders[entry.task];
+    slot.state = "loading";
+    slot.error = undefined;
+    const started = performance.now();
+    slot.loading = (async () => {
+      if (!loader) throw new Error(`no engine for task ${entry.task} is built into this server`);
+      return await loader(entry, this.ctx);
+    })().then(
+      (engine) => {
+        Object.assign(slot, { state: "ready", engine, loading: undefined });
+        this.ctx.log.info("model loaded", {
+          model: entry.id,
+          backend: engine.backend,
+          seconds: +((performance.now() - started) / 1000).toFixed(2),
+        });
+        return engine;
+      },
+      (err) => {
+        const reason = err instanceof Error ? err.message : String(err);
+        Object.assign(slot, { state: "failed", loading: undefined, error: reason, failedAt: Date.now() });
+        this.ctx.log.error("model failed to load", { model: entry.id, reason });
+        throw err;
+      },
+    );
+    // Nobody may be awaiting a preload; the failure is recorded in the slot and logged above.
+    slot.loading.catch(() => {});
+    return slot.loading;
+  }
+
+  /** Starts loading every model (used at start when preload is on). */
+  preloadAll(): void {
+    for (const entry of this.list()) this.load(entry).catch(() => {});
+  }
+
+  /** Ready when no model is loading and every model is ready or at least loadable (not failed). */
+  readiness(): { ready: boolean; models: Record<string, ModelState> } {
+    const models: Record<string, ModelState> = {};
+    let ready = true;
+    for (const [id, slot] of this.#slots) {
+      models[id] = slot.state;
+      if (slot.state === "loading" || slot.state === "failed") ready = false;
+    }
+    return { ready, models };
+  }
+
+  /** The admission queue of a model; `concurrency` is fixed by the first caller (the engine's API module). */
+  queue(entry: ModelEntry, concurrency = 1): BoundedQueue {
+    const slot = this.#slots.get(entry.id)!;
+    slot.queue ??= new BoundedQueue(entry.id, concurrency, this.options.queueSize);
+    return slot.queue;
+  }
+
+  /** Queue depth per model, for metrics. */
+  queues(): { model: string; active: number; waiting: number }[] {
+    return [...this.#slots].filter(([, s]) => s.queue).map(([model, s]) => ({
+      model,
+      active: s.queue!.active,
+      waiting: s.queue!.waiting,
+    }));
+  }
+
+  async dispose(): Promise<void> {
+    for (const slot of this.#slots.values()) {
+      if (slot.engine) await slot.engine.dispose().catch(() => {});
+      slot.engine = undefined;
+      slot.state = "available";
+    }
+  }
+
+  #unavailable(entry: ModelEntry, slot: Slot): ApiError {
+    return ApiError.unavailable(
+      `The model \`${entry.id}\` is unavailable: ${slot.error ?? "it failed to load"}`,
+      "model_unavailable",
+    );
+  }
+}

@@ -1,0 +1,70 @@
+// Owns Server-Sent Events framing: `data: <json>\n\n` per event, `data: [DONE]` at the end, one error frame
+// then [DONE] when the source fails after the first byte, and stopping the source (so generation stops) when
+// the client goes away. Errors before the first event surface as real HTTP statuses because the first event
+// is pulled before the response exists.
+import { errorBody, toApiError } from "./errors.ts";
+import type { Logger } from "../engines/types.ts";
+
+const encoder = new TextEncoder();
+
+export interface SseOptions {
+  /** Append `data: [DONE]` (chat streams do; transcription streams don't). */
+  done?: boolean;
+  log?: Logger;
+  headers?: Record<string, string>;
+}
+
+export function frame(data: unknown): Uint8Array {
+  return encoder.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+}
+
+/**
+ * Pulls the first event (errors thrown here become the HTTP status), then streams the rest.
+ * The iterator's `return()` is called when the client disconnects, which is how engines learn to stop.
+ */
+export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptions = {}): Promise<Response> {
+  const it = source[Symbol.asyncIterator]();
+  const first = await it.next();
+  const done = opts.done ?? true;
+  let finished = false;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (!first.done) controller.enqueue(frame(first.value));
+      else {
+        finished = true;
+        if (done) controller.enqueue(frame("[DONE]"));
+        controller.close();
+      }
+    },
+    async pull(controller) {
+      try {
+        const next = await it.next();
+        if (next.done) {
+          finished = true;
+          if (done) controller.enqueue(frame("[DONE]"));
+          controller.close();
+          return;
+        }
+        controller.enqueue(frame(next.value));
+      } catch (err) {
+        finished = true;
+        const api = toApiError(err);
+        if (api.status >= 500) opts.log?.error("stream failed", { error: String(err) });
+        controller.enqueue(frame(errorBody(api)));
+        if (done) controller.enqueue(frame("[DONE]"));
+        controller.close();
+      }
+    },
+    async cancel() {
+      if (!finished) await it.return?.();
+    },
+  });
+  return new Response(body, {
+    status: 200,
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      ...opts.headers,
+    },
+  });
+}

@@ -1,0 +1,42 @@
+// Owns log output: one line per event, as text or JSON, to stderr so stdout stays free for commands
+// (pull, list) that print results.
+import type { Logger } from "./engines/types.ts";
+
+export type LogFormat = "json" | "text";
+
+export function createLogger(format: LogFormat, sink: (line: string) => void = defaultSink): Logger {
+  const emit = (level: string, msg: string, fields?: Record<string, unknown>) => {
+    const time = new Date().toISOString();
+    if (format === "json") {
+      sink(JSON.stringify({ time, level, msg, ...fields }));
+    } else {
+      const rest = fields
+        ? Object.entries(fields)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]) => `${k}=${typeof v === "string" && !/\s/.test(v) ? v : JSON.stringify(v)}`)
+          .join(" ")
+        : "";
+      sink(`${time} ${level.toUpperCase().padEnd(5)} ${msg}${rest ? " " + rest : ""}`);
+    }
+  };
+  return {
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+  };
+}
+
+const encoder = new TextEncoder();
+function defaultSink(line: string): void {
+  try {
+    Deno.stderr.writeSync(encoder.encode(line + "\n"));
+  } catch {
+    // A closed stderr must never take the server down.
+  }
+}
+
+/** A logger that keeps lines in memory, for tests. */
+export function memoryLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  return Object.assign(createLogger("json", (l) => lines.push(l)), { lines });
+}

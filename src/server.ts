@@ -1,0 +1,88 @@
+// Owns the server's lifetime: loading the manifest, building the registry and app, serving with Deno.serve,
+// and graceful shutdown (stop accepting, let in-flight requests finish up to a deadline, then cut them).
+import type { Config } from "./config.ts";
+import { createApp, type RequestRecord } from "./app.ts";
+import { loadManifest } from "./engines/manifest.ts";
+import { Registry } from "./engines/registry.ts";
+import type { EngineLoader, Logger, Task } from "./engines/types.ts";
+
+export interface ServerDeps {
+  loaders: Partial<Record<Task, EngineLoader>>;
+  log: Logger;
+  onRequestDone?: (rec: RequestRecord) => void;
+}
+
+export interface RunningServer {
+  port: number;
+  hostname: string;
+  url: string;
+  registry: Registry;
+  /** Graceful stop; resolves when the server has closed. */
+  shutdown(): Promise<void>;
+  finished: Promise<void>;
+}
+
+export async function startServer(config: Config, deps: ServerDeps): Promise<RunningServer> {
+  const { log } = deps;
+  const manifest = await loadManifest(config.manifest, config.modelsDir, config.device);
+  const registry = new Registry(
+    manifest,
+    deps.loaders,
+    { modelsDir: config.modelsDir, threads: config.threads, allowRemote: !config.offline, log },
+    { loadWaitMs: config.loadWaitMs, queueSize: config.queueSize },
+  );
+  const force = new AbortController();
+  const app = createApp({
+    config,
+    registry,
+    log,
+    shutdownSignal: force.signal,
+    onRequestDone: deps.onRequestDone,
+  });
+
+  const { promise: listening, resolve: onListen } = Promise.withResolvers<Deno.NetAddr>();
+  const server = Deno.serve({
+    hostname: config.host,
+    port: config.port,
+    onListen: (addr) => onListen(addr as Deno.NetAddr),
+    onError: (err) => {
+      // Only reachable if the app's own boundary failed; never echo the cause.
+      log.error("unhandled error", { error: String(err) });
+      return Response.json({
+        error: { message: "The server had an error.", type: "server_error", param: null, code: null },
+      }, { status: 500 });
+    },
+  }, app);
+  const addr = await listening;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  log.info("listening", { url: `http://${host}:${addr.port}`, models: manifest.entries.size });
+  if (config.preload) registry.preloadAll();
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = () => {
+    stopping ??= (async () => {
+      log.info("shutting down", { deadlineMs: config.shutdownTimeoutMs });
+      const timer = setTimeout(() => {
+        log.warn("shutdown deadline passed; cutting in-flight requests");
+        force.abort(new DOMException("server shutting down", "AbortError"));
+      }, config.shutdownTimeoutMs);
+      try {
+        await server.shutdown();
+      } finally {
+        clearTimeout(timer);
+        await registry.dispose();
+      }
+      log.info("stopped");
+    })();
+    return stopping;
+  };
+
+  return {
+    port: addr.port,
+    hostname: addr.hostname,
+    url: `http://${host}:${addr.port}`,
+    registry,
+    shutdown,
+    finished: server.finished,
+  };
+}

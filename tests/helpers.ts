@@ -1,0 +1,131 @@
+// Owns end-to-end test plumbing: starting the real server on port 0 with a manifest of the generated models
+// (or any manifest a test gives), an official `openai` client pointed at it, captured log lines, and cleanup.
+import OpenAI from "openai";
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { type Config, parseConfig } from "../src/config.ts";
+import { memoryLogger } from "../src/log.ts";
+import { type RunningServer, startServer } from "../src/server.ts";
+import { builtinLoaders } from "../src/engines/loaders.ts";
+import type { ManifestJson } from "../src/engines/manifest.ts";
+import type { EngineLoader, Task } from "../src/engines/types.ts";
+import type { RequestRecord } from "../src/app.ts";
+
+export const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
+export const MODELS_DIR = join(REPO_ROOT, "models");
+export const SHARED_DIR = join(REPO_ROOT, "..", "shared");
+
+/** Manifest entries for the generated models (paths relative to models/). */
+export const GENERATED_MODELS: ManifestJson = {
+  defaults: { chat: "chat-tiny", embedding: "embed-tiny", transcription: "whisper-tiny-test" },
+  aliases: {
+    "gpt-4o-mini": "@chat",
+    "text-embedding-3-small": "@embedding",
+    "text-embedding-ada-002": "@embedding",
+    "whisper-1": "@transcription",
+  },
+  models: {
+    "chat-tiny": { task: "chat", path: "generated/chat-tiny", dtype: "fp32", device: "cpu" },
+    "embed-tiny": { task: "embedding", path: "generated/embed-tiny", dtype: "fp32", device: "cpu" },
+    "whisper-tiny-test": {
+      task: "transcription",
+      path: "generated/whisper-tiny-test",
+      options: { file: "ggml-model.bin" },
+    },
+  },
+};
+
+export interface TestServer {
+  server: RunningServer;
+  url: string;
+  client: OpenAI;
+  logs: string[];
+  records: RequestRecord[];
+  config: Config;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  manifest?: ManifestJson;
+  /** Extra command-line flags, parsed exactly as the CLI would. */
+  flags?: string[];
+  loaders?: Partial<Record<Task, EngineLoader>>;
+  apiKey?: string;
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const dir = await Deno.makeTempDir({ prefix: "oai-test-" });
+  const manifestPath = join(dir, "manifest.json");
+  await Deno.writeTextFile(manifestPath, JSON.stringify(opts.manifest ?? GENERATED_MODELS));
+  const { config } = parseConfig(
+    [
+      "--port=0",
+      "--host=127.0.0.1",
+      `--models-dir=${MODELS_DIR}`,
+      `--manifest=${manifestPath}`,
+      "--offline",
+      "--preload=false",
+      "--log-format=json",
+      ...(opts.flags ?? []),
+    ],
+    {},
+    REPO_ROOT,
+  );
+  const log = memoryLogger();
+  const records: RequestRecord[] = [];
+  const server = await startServer(config!, {
+    loaders: opts.loaders ?? builtinLoaders(),
+    log,
+    onRequestDone: (r) => records.push(r),
+  });
+  const client = new OpenAI({
+    baseURL: `${server.url}/v1`,
+    apiKey: opts.apiKey ?? "sk-test",
+    maxRetries: 0,
+    timeout: 120_000,
+  });
+  return {
+    server,
+    url: server.url,
+    client,
+    logs: log.lines,
+    records,
+    config: config!,
+    close: async () => {
+      await server.shutdown();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** POSTs JSON (or raw text) with fetch and returns status, headers and parsed body. */
+export async function postRaw(
+  url: string,
+  body: string | Uint8Array<ArrayBuffer>,
+  headers: Record<string, string> = { "content-type": "application/json" },
+): Promise<{ status: number; headers: Headers; json: Record<string, unknown> }> {
+  const res = await fetch(url, { method: "POST", body, headers });
+  const text = await res.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = { raw: text };
+  }
+  return { status: res.status, headers: res.headers, json };
+}
+
+/** Asserts the OpenAI error envelope: all four keys, with the expected values where given. */
+export function errorOf(json: Record<string, unknown>): {
+  message: string;
+  type: string;
+  param: string | null;
+  code: string | null;
+} {
+  const err = json.error as Record<string, unknown> | undefined;
+  if (!err || typeof err !== "object") throw new Error(`not an error envelope: ${JSON.stringify(json)}`);
+  for (const k of ["message", "type", "param", "code"]) {
+    if (!(k in err)) throw new Error(`error envelope lacks "${k}": ${JSON.stringify(json)}`);
+  }
+  return err as never;
+}
