@@ -347,9 +347,16 @@ export function parseConfig(
     help: { type: "boolean", short: "h" },
   };
   for (const o of OPTIONS) options[o.flag] = { type: "string", multiple: o.kind === "list" };
+  // Boolean flags may stand alone (`--offline`), carry a value (`--offline=false`) or be negated (`--no-vad`).
+  const bools = new Set(OPTIONS.filter((o) => o.kind === "bool").map((o) => o.flag));
+  const normalized = args.map((a) => {
+    const m = /^--(no-)?([\w-]+)$/.exec(a);
+    if (m && bools.has(m[2])) return `--${m[2]}=${m[1] ? "false" : "true"}`;
+    return a;
+  });
   let parsed;
   try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: normalized, options, allowPositionals: true, strict: true });
   } catch (e) {
     throw new ConfigError((e as Error).message.split("\n")[0]);
   }

@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import { ConfigError, helpText, OPTIONS, parseBytes, parseConfig } from "./config.ts";
+
+Deno.test("config: defaults, then env, then flags win", () => {
+  const base = parseConfig([], {}, "/srv").config!;
+  assert.equal(base.port, 8080);
+  assert.equal(base.host, "127.0.0.1");
+  assert.equal(base.modelsDir, "/srv/models");
+  assert.equal(base.manifest, "/srv/models/manifest.json");
+  assert.equal(base.audioBodyBytes, 25_000_000);
+  assert.deepEqual(base.apiKeys, []);
+  const env = parseConfig([], { OAI_PORT: "9000", OAI_DEVICE: "cpu" }, "/srv").config!;
+  assert.equal(env.port, 9000);
+  assert.equal(env.device, "cpu");
+  const flags = parseConfig(["--port", "9100"], { OAI_PORT: "9000" }, "/srv").config!;
+  assert.equal(flags.port, 9100);
+});
+
+Deno.test("config: api keys repeat, comma-separate and read files", () => {
+  const files: Record<string, string> = { "/k.txt": "# comment\nsk-file-1\n\nsk-file-2\n" };
+  const c = parseConfig(
+    ["--api-key", "a,b", "--api-key", "@/k.txt"],
+    {},
+    "/",
+    (p) => files[p],
+  ).config!;
+  assert.deepEqual(c.apiKeys, ["a", "b", "sk-file-1", "sk-file-2"]);
+  const fromEnv = parseConfig([], { OAI_API_KEYS: "x, y" }, "/").config!;
+  assert.deepEqual(fromEnv.apiKeys, ["x", "y"]);
+});
+
+Deno.test("config: a bad value names its flag in one line", () => {
+  const cases: [string[], Record<string, string>, RegExp][] = [
+    [["--port", "abc"], {}, /^--port: expected an integer/],
+    [["--port", "70000"], {}, /^--port: must be at most 65535/],
+    [["--device", "tpu"], {}, /^--device: expected one of auto, webgpu, cpu/],
+    [[], { OAI_THREADS: "0" }, /^--threads: must be at least 1/],
+    [["--max-audio-body", "lots"], {}, /^--max-audio-body: expected a size/],
+    [["--offline=maybe"], {}, /^--offline: expected true or false/],
+    [["--vad"], {}, /^--vad: needs --vad-model/],
+    [["--no-such-flag"], {}, /no-such-flag/],
+  ];
+  for (const [args, env, re] of cases) {
+    assert.throws(() => parseConfig(args, env, "/"), (e: unknown) => {
+      assert.ok(e instanceof ConfigError, `${args}: ${e}`);
+      assert.match(e.message, re);
+      assert.ok(!e.message.includes("\n"));
+      return true;
+    });
+  }
+});
+
+Deno.test("config: boolean flags stand alone, take values, or are negated", () => {
+  assert.equal(parseConfig(["--offline"], {}, "/").config!.offline, true);
+  assert.equal(parseConfig(["--offline=false"], {}, "/").config!.offline, false);
+  assert.equal(parseConfig(["--no-preload"], {}, "/").config!.preload, false);
+  assert.equal(parseConfig([], { OAI_PRELOAD: "0" }, "/").config!.preload, false);
+});
+
+Deno.test("config: --help lists every flag with its env twin", () => {
+  const help = parseConfig(["--help"], {}, "/").help!;
+  assert.equal(help, helpText());
+  for (const o of OPTIONS) {
+    assert.ok(help.includes(`--${o.flag}`), o.flag);
+    assert.ok(help.includes(o.env), o.env);
+  }
+});
+
+Deno.test("config: sizes", () => {
+  assert.equal(parseBytes("25MB"), 25_000_000);
+  assert.equal(parseBytes("1KiB"), 1024);
+  assert.equal(parseBytes("12"), 12);
+  assert.equal(parseBytes("x"), undefined);
+});

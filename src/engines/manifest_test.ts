@@ -1,0 +1,51 @@
+import assert from "node:assert/strict";
+import { hubPath, ManifestError, parseManifest } from "./manifest.ts";
+
+const base = {
+  defaults: { chat: "c", embedding: "e" },
+  aliases: { "gpt-4o-mini": "@chat", "text-embedding-3-small": "@embedding", "whisper-1": "@transcription" },
+  models: {
+    c: { task: "chat", repo: "org/Chat-1" },
+    e: { task: "embedding", path: "local/e", device: "cpu" },
+  },
+};
+
+Deno.test("manifest: entries, hub paths, aliases through task defaults", () => {
+  const m = parseManifest(base, "/models", "auto");
+  assert.equal(m.entries.get("c")!.path, hubPath("/models", "org/Chat-1"));
+  assert.equal(m.entries.get("c")!.path, "/models/hub/org/Chat-1");
+  assert.equal(m.entries.get("e")!.path, "/models/local/e");
+  assert.equal(m.entries.get("e")!.device, "cpu");
+  assert.equal(m.aliases.get("gpt-4o-mini"), "c");
+  assert.equal(m.aliases.get("text-embedding-3-small"), "e");
+  // No transcription default: the alias is simply absent.
+  assert.equal(m.aliases.has("whisper-1"), false);
+  // The server-wide device flag wins unless it is auto.
+  assert.equal(parseManifest(base, "/models", "webgpu").entries.get("e")!.device, "webgpu");
+});
+
+Deno.test("manifest: no model may point outside the models folder", () => {
+  for (const bad of ["../etc", "/etc/passwd", "a/../../b", "."]) {
+    const json = { models: { x: { task: "chat", path: bad } } };
+    assert.throws(() => parseManifest(json, "/models", "auto"), ManifestError, bad);
+  }
+  for (const repo of ["../x", "a/..", "a/b/c", "/a/b"]) {
+    const json = { models: { x: { task: "chat", repo } } };
+    assert.throws(() => parseManifest(json, "/models", "auto"), ManifestError, repo);
+  }
+});
+
+Deno.test("manifest: bad shapes name the field", () => {
+  assert.throws(
+    () => parseManifest({ models: { x: { task: "dance", path: "a" } } }, "/m", "auto"),
+    /models\.x\.task/,
+  );
+  assert.throws(
+    () => parseManifest({ defaults: { chat: "e" }, models: base.models }, "/m", "auto"),
+    /defaults\.chat: "e" is a embedding model/,
+  );
+  assert.throws(
+    () => parseManifest({ aliases: { c: "e" }, models: base.models }, "/m", "auto"),
+    /shadows/,
+  );
+});

@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import { ApiError } from "../http/errors.ts";
+import { memoryLogger } from "../log.ts";
+import { parseManifest } from "./manifest.ts";
+import { ModelFilesMissing, Registry } from "./registry.ts";
+import type { AnyEngine, EngineLoader, ModelEntry } from "./types.ts";
+
+const manifest = parseManifest(
+  {
+    defaults: { chat: "c" },
+    aliases: { "gpt-4o-mini": "@chat" },
+    models: { c: { task: "chat", path: "c" }, e: { task: "embedding", path: "e" } },
+  },
+  "/models",
+  "cpu",
+);
+
+function fakeEngine(entry: ModelEntry): AnyEngine {
+  return { entry, backend: "fake", contextLength: 8, dispose: () => Promise.resolve() };
+}
+
+function registry(chat: EngineLoader, loadWaitMs = 1000) {
+  const log = memoryLogger();
+  return new Registry(manifest, { chat }, { modelsDir: "/models", threads: 1, allowRemote: false, log }, {
+    loadWaitMs,
+    queueSize: 2,
+  });
+}
+
+Deno.test("registry: resolves ids and aliases; unknown is 404, wrong task 400", () => {
+  const r = registry((e) => Promise.resolve(fakeEngine(e)));
+  assert.equal(r.resolve("gpt-4o-mini", "chat").id, "c");
+  assert.throws(() => r.resolve("nope", "chat"), (e: unknown) => e instanceof ApiError && e.status === 404);
+  assert.throws(
+    () => r.resolve("e", "chat"),
+    (e: unknown) => e instanceof ApiError && e.status === 400 && e.param === "model",
+  );
+});
+
+Deno.test("registry: one load shared by concurrent requests; state follows", async () => {
+  let loads = 0;
+  const gate = Promise.withResolvers<void>();
+  const r = registry(async (e) => {
+    loads++;
+    await gate.promise;
+    return fakeEngine(e);
+  });
+  const entry = r.resolve("c", "chat");
+  const a = r.engine(entry);
+  const b = r.engine(entry);
+  assert.equal(r.state("c"), "loading");
+  assert.equal(r.readiness().ready, false);
+  gate.resolve();
+  assert.equal(await a, await b);
+  assert.equal(loads, 1);
+  assert.equal(r.state("c"), "ready");
+});
+
+Deno.test("registry: missing files and failed loads are 503 with the reason; loading past the wait is 503", async () => {
+  const missing = registry(() => Promise.reject(new ModelFilesMissing("config.json is missing: run pull")));
+  await assert.rejects(missing.engine(missing.resolve("c", "chat")), (e: unknown) => {
+    assert.ok(e instanceof ApiError);
+    assert.equal(e.status, 503);
+    assert.match(e.message, /config\.json is missing: run pull/);
+    return true;
+  });
+  assert.equal(missing.state("c"), "failed");
+  assert.equal(missing.readiness().ready, false);
+
+  const slow = registry(() => new Promise(() => {}), 20);
+  await assert.rejects(slow.engine(slow.resolve("c", "chat")), (e: unknown) => {
+    assert.ok(e instanceof ApiError);
+    assert.equal(e.status, 503);
+    assert.equal(e.code, "model_loading");
+    assert.equal(e.headers["retry-after"], "5");
+    return true;
+  });
+});
