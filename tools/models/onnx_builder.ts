@@ -2,11 +2,13 @@
 // raw little-endian bytes (or as external data for >2 GB models), nodes with typed attributes, and the final
 // ModelProto encoded by the onnx-proto npm package (protobufjs). Nothing here knows about any architecture.
 import onnxProto from "onnx-proto";
+import type { onnx as Onnx } from "onnx-proto";
 import { join } from "node:path";
 
-// onnx-proto ships a CommonJS bundle whose default export carries the `onnx` namespace.
-const { onnx } = onnxProto;
-export { onnx };
+// onnx-proto ships a CommonJS bundle (protobufjs static module); Deno exposes it as the default export only,
+// while its typings declare the `onnx` namespace as a named export.
+export const onnx = (onnxProto as unknown as { onnx: typeof Onnx }).onnx;
+export type { Onnx };
 
 export const DataType = onnx.TensorProto.DataType;
 export type DataTypeId = number;
@@ -21,7 +23,7 @@ export type AttrValue =
   | string
   | { f: number }
   | { floats: number[] }
-  | { t: onnx.ITensorProto };
+  | { t: Onnx.ITensorProto };
 
 /** Ops outside the default domain must say so; these are the ones our graphs may use. */
 export const MS_DOMAIN = "com.microsoft";
@@ -40,7 +42,7 @@ export function bytesOf(data: TensorData): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
-function valueInfo(name: string, elemType: DataTypeId, dims: Dim[]): onnx.IValueInfoProto {
+function valueInfo(name: string, elemType: DataTypeId, dims: Dim[]): Onnx.IValueInfoProto {
   return {
     name,
     type: {
@@ -52,7 +54,7 @@ function valueInfo(name: string, elemType: DataTypeId, dims: Dim[]): onnx.IValue
   };
 }
 
-function attribute(name: string, v: AttrValue): onnx.IAttributeProto {
+function attribute(name: string, v: AttrValue): Onnx.IAttributeProto {
   const T = onnx.AttributeProto.AttributeType;
   if (typeof v === "number") return { name, type: T.INT, i: v };
   if (typeof v === "string") return { name, type: T.STRING, s: new TextEncoder().encode(v) };
@@ -88,9 +90,9 @@ interface Initializer {
 export const EXTERNAL_DATA_THRESHOLD = 2 ** 31 - 2 ** 26;
 
 export class GraphBuilder {
-  readonly nodes: onnx.INodeProto[] = [];
-  readonly inputs: onnx.IValueInfoProto[] = [];
-  readonly outputs: onnx.IValueInfoProto[] = [];
+  readonly nodes: Onnx.INodeProto[] = [];
+  readonly inputs: Onnx.IValueInfoProto[] = [];
+  readonly outputs: Onnx.IValueInfoProto[] = [];
   readonly initializers: Initializer[] = [];
   private readonly used = new Set<string>();
   private counter = 0;
@@ -135,6 +137,24 @@ export class GraphBuilder {
     return this.init(hint, Float32Array.from(values), dims);
   }
 
+  private readonly constCache = new Map<string, string>();
+
+  /** Shared int64 constant (axes, shapes, indices): one initializer per distinct value list. */
+  ci64(values: number[], dims: number[] = [values.length]): string {
+    const key = `i64:${dims}:${values}`;
+    let name = this.constCache.get(key);
+    if (!name) this.constCache.set(key, name = this.i64(`const_i64_${values.join("_").replace(/-/g, "m")}`, values, dims));
+    return name;
+  }
+
+  /** Shared float constant (scales, epsilons, masks). */
+  cf32(values: number[], dims: number[] = [values.length]): string {
+    const key = `f32:${dims}:${values}`;
+    let name = this.constCache.get(key);
+    if (!name) this.constCache.set(key, name = this.f32("const_f32", values, dims));
+    return name;
+  }
+
   /** Adds a node and returns its output names. */
   opN(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, opts: OpOptions = {}): string[] {
     const outNames = Array.isArray(opts.outputs)
@@ -160,11 +180,11 @@ export class GraphBuilder {
     return this.initializers.reduce((a, t) => a + t.bytes.length, 0);
   }
 
-  private modelProto(opts: BuildOptions, external?: string): onnx.ModelProto {
+  private modelProto(opts: BuildOptions, external?: string): Onnx.ModelProto {
     let offset = 0;
-    const initializer = this.initializers.map((t): onnx.ITensorProto => {
+    const initializer = this.initializers.map((t): Onnx.ITensorProto => {
       if (!external) return { name: t.name, dims: t.dims, dataType: t.dataType, rawData: t.bytes };
-      const entry: onnx.ITensorProto = {
+      const entry: Onnx.ITensorProto = {
         name: t.name,
         dims: t.dims,
         dataType: t.dataType,
