@@ -3,6 +3,9 @@
 // thread. Instead of calling back into JavaScript from that thread, a job buffers each new segment under a mutex
 // and reads an atomic abort flag; the server polls the buffer while whisper_full runs as a nonblocking FFI call.
 // Everything else (states, results, languages) the server calls in libwhisper itself.
+// strdup is POSIX, not C11.
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>

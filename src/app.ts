@@ -14,6 +14,7 @@ import { ApiKeys } from "./http/auth.ts";
 import { Cors } from "./http/cors.ts";
 import { errorResponse, toApiError } from "./http/errors.ts";
 import { type Route, Router } from "./http/router.ts";
+import { Metrics } from "./metrics.ts";
 
 export const ROUTES: Route<Handler>[] = [
   { method: "POST", path: "/v1/chat/completions", handler: handleChatCompletions },
@@ -22,6 +23,7 @@ export const ROUTES: Route<Handler>[] = [
   { method: "POST", path: "/v1/audio/translations", handler: handleTranslations },
   { method: "GET", path: "/v1/models", handler: handleListModels },
   { method: "GET", path: "/v1/models/{id...}", handler: handleRetrieveModel },
+  { method: "GET", path: "/metrics", handler: (_req, ctx) => ctx.metrics.render() },
   { method: "GET", path: "/health", handler: handleHealth, open: true },
   { method: "GET", path: "/health/ready", handler: handleReady, open: true },
 ];
@@ -44,6 +46,7 @@ export interface AppDeps {
   /** Aborted to cut every in-flight request (forced shutdown). */
   shutdownSignal?: AbortSignal;
   onRequestDone?: (rec: RequestRecord) => void;
+  metrics?: Metrics;
 }
 
 export type App = (req: Request) => Promise<Response>;
@@ -57,6 +60,7 @@ export function createApp(deps: AppDeps): App {
   const keys = new ApiKeys(config.apiKeys);
   const jsonLimits = { maxBytes: config.jsonBodyBytes, timeoutMs: config.bodyTimeoutMs };
   const audioLimits = { maxBytes: config.audioBodyBytes, timeoutMs: config.bodyTimeoutMs };
+  const metrics = deps.metrics ?? new Metrics(registry);
 
   return async (req: Request): Promise<Response> => {
     const started = performance.now();
@@ -92,6 +96,7 @@ export function createApp(deps: AppDeps): App {
           note: (f) => Object.assign(note, f),
           jsonLimits,
           audioLimits,
+          metrics,
         };
         res = await route.handler(req, ctx);
       }
@@ -121,6 +126,7 @@ export function createApp(deps: AppDeps): App {
         ...note,
       };
       log.info("request", { ...rec });
+      metrics.record(rec);
       deps.onRequestDone?.(rec);
     };
 

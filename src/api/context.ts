@@ -4,6 +4,7 @@ import type { Config } from "../config.ts";
 import type { Registry } from "../engines/registry.ts";
 import type { Logger } from "../engines/types.ts";
 import type { BodyLimits } from "../http/body.ts";
+import type { Metrics } from "../metrics.ts";
 
 export interface RequestNote {
   model?: string;
@@ -26,6 +27,7 @@ export interface ApiContext {
   note(fields: RequestNote): void;
   jsonLimits: BodyLimits;
   audioLimits: BodyLimits;
+  metrics: Metrics;
 }
 
 export type Handler = (req: Request, ctx: ApiContext) => Response | Promise<Response>;

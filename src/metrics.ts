@@ -1,0 +1,85 @@
+// Owns the Prometheus metrics: requests by route and status, latency and time-to-first-token histograms,
+// tokens processed, queue depth and model states (read from the registry when scraped). Fed by the app's
+// per-request record, so handlers never touch metrics directly.
+import client from "prom-client";
+import type { RequestRecord } from "./app.ts";
+import type { Registry } from "./engines/registry.ts";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export class Metrics {
+  readonly #reg = new client.Registry();
+  readonly #requests = new client.Counter({
+    name: "oai_requests_total",
+    help: "HTTP requests by route, method and status.",
+    labelNames: ["route", "method", "status"] as const,
+    registers: [this.#reg],
+  });
+  readonly #latency = new client.Histogram({
+    name: "oai_request_duration_seconds",
+    help: "Time from request to the end of the response body, by route.",
+    labelNames: ["route"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.#reg],
+  });
+  readonly #ttft = new client.Histogram({
+    name: "oai_time_to_first_token_seconds",
+    help: "Time from request to the first generated token (streaming chat), by model.",
+    labelNames: ["model"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.#reg],
+  });
+  readonly #tokens = new client.Counter({
+    name: "oai_tokens_total",
+    help: "Tokens processed, by model and kind (prompt or completion).",
+    labelNames: ["model", "kind"] as const,
+    registers: [this.#reg],
+  });
+
+  constructor(registry: Registry) {
+    const queue = new client.Gauge({
+      name: "oai_queue_depth",
+      help: "Requests per model, running (active) or waiting in its queue.",
+      labelNames: ["model", "state"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const q of registry.queues()) {
+          this.set({ model: q.model, state: "active" }, q.active);
+          this.set({ model: q.model, state: "waiting" }, q.waiting);
+        }
+      },
+    });
+    new client.Gauge({
+      name: "oai_model_loaded",
+      help: "1 when the model is loaded and ready, else 0; the state label says why.",
+      labelNames: ["model", "task", "state"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const e of registry.list()) {
+          const state = registry.state(e.id);
+          this.set({ model: e.id, task: e.task, state }, state === "ready" ? 1 : 0);
+        }
+      },
+    });
+    void queue;
+  }
+
+  /** Records one finished request (called by the app once its body is sent). */
+  record(rec: RequestRecord): void {
+    this.#requests.inc({ route: rec.route, method: rec.method, status: String(rec.status) });
+    this.#latency.observe({ route: rec.route }, rec.seconds);
+    if (rec.model) {
+      if (rec.ttft !== undefined) this.#ttft.observe({ model: rec.model }, rec.ttft);
+      if (rec.promptTokens) this.#tokens.inc({ model: rec.model, kind: "prompt" }, rec.promptTokens);
+      if (rec.completionTokens) {
+        this.#tokens.inc({ model: rec.model, kind: "completion" }, rec.completionTokens);
+      }
+    }
+  }
+
+  async render(): Promise<Response> {
+    return new Response(await this.#reg.metrics(), { headers: { "content-type": this.#reg.contentType } });
+  }
+}

@@ -1,0 +1,83 @@
+// End to end: /metrics answers Prometheus text that parses, counts requests by route and status, and
+// reports model states; it sits behind the API key like every route but /health.
+import assert from "node:assert/strict";
+import { startTestServer } from "../helpers.ts";
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** A strict parser of the Prometheus text exposition format (what a scraper does). */
+function parseProm(text: string): { samples: Sample[]; types: Map<string, string> } {
+  const samples: Sample[] = [];
+  const types = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    if (line.startsWith("#")) {
+      const m = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/.exec(line);
+      assert.ok(m, `bad comment line: ${line}`);
+      if (m[1] === "TYPE") types.set(m[2], m[3]);
+      continue;
+    }
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
+    assert.ok(m, `bad sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const part of (m[3] ?? "").match(/[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"/g) ?? []) {
+      const eq = part.indexOf("=");
+      labels[part.slice(0, eq)] = JSON.parse(part.slice(eq + 1));
+    }
+    samples.push({ name: m[1], labels, value: Number(m[4]) });
+  }
+  return { samples, types };
+}
+
+Deno.test("metrics: Prometheus text that parses, with request counts, latencies and model states", async () => {
+  const t = await startTestServer({ flags: ["--api-key=sk-m"], apiKey: "sk-m" });
+  try {
+    const auth = { authorization: "Bearer sk-m" };
+    for (let i = 0; i < 3; i++) await (await fetch(`${t.url}/v1/models`, { headers: auth })).body?.cancel();
+    await (await fetch(`${t.url}/v1/nothing`, { headers: auth })).body?.cancel();
+
+    const denied = await fetch(`${t.url}/metrics`);
+    assert.equal(denied.status, 401);
+    await denied.body?.cancel();
+
+    const res = await fetch(`${t.url}/metrics`, { headers: auth });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type")!, /^text\/plain; version=0\.0\.4/);
+    const { samples, types } = parseProm(await res.text());
+    assert.equal(types.get("oai_requests_total"), "counter");
+    assert.equal(types.get("oai_request_duration_seconds"), "histogram");
+    assert.equal(types.get("oai_time_to_first_token_seconds"), "histogram");
+    assert.equal(types.get("oai_queue_depth"), "gauge");
+
+    const count = (route: string, status: string) =>
+      samples.find((s) =>
+        s.name === "oai_requests_total" && s.labels.route === route && s.labels.status === status
+      )?.value;
+    assert.equal(count("/v1/models", "200"), 3);
+    assert.equal(count("unmatched", "404"), 1);
+
+    const buckets = samples.filter((s) =>
+      s.name === "oai_request_duration_seconds_bucket" && s.labels.route === "/v1/models"
+    );
+    assert.ok(buckets.length > 3);
+    for (let i = 1; i < buckets.length; i++) {
+      assert.ok(buckets[i].value >= buckets[i - 1].value, "cumulative");
+    }
+    assert.equal(buckets.at(-1)!.labels.le, "+Inf");
+    assert.equal(buckets.at(-1)!.value, 3);
+
+    const loaded = samples.filter((s) => s.name === "oai_model_loaded");
+    assert.deepEqual(loaded.map((s) => s.labels.model).sort(), [
+      "chat-tiny",
+      "embed-tiny",
+      "whisper-tiny-test",
+    ]);
+    assert.ok(loaded.every((s) => s.labels.state === "available" && s.value === 0));
+  } finally {
+    await t.close();
+  }
+});

@@ -1,0 +1,34 @@
+// Owns the embed-tiny generator: a 2-layer, 32-wide BERT encoder with seeded random weights in the folder
+// layout the transformers.js feature-extraction pipeline and sentence-transformers expect.
+import { join } from "node:path";
+import { type BertShape, bertConfig, buildBert } from "./bert_graph.ts";
+import { writeJson, writeSentenceTransformerFiles } from "./model_files.ts";
+import { Prng } from "./prng.ts";
+import { wordPieceVocab, writeWordPieceTokenizer } from "./wordpiece_tokenizer.ts";
+
+export const VERSION = "embed-tiny-1";
+
+export const EMBED_TINY_MAX_LENGTH = 128;
+
+export function embedTinyShape(): BertShape {
+  return {
+    vocabSize: wordPieceVocab().length,
+    hiddenSize: 32,
+    numLayers: 2,
+    numHeads: 4,
+    intermediateSize: 64,
+    maxPositions: EMBED_TINY_MAX_LENGTH,
+    typeVocabSize: 2,
+    layerNormEps: 1e-12,
+  };
+}
+
+export async function generate(outDir: string): Promise<void> {
+  const vocab = wordPieceVocab();
+  const shape = embedTinyShape();
+  await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
+  await writeJson(outDir, "config.json", bertConfig(shape));
+  await writeWordPieceTokenizer(outDir, vocab, EMBED_TINY_MAX_LENGTH);
+  await writeSentenceTransformerFiles(outDir, shape.hiddenSize, EMBED_TINY_MAX_LENGTH);
+  await buildBert(shape, new Prng("embed-tiny")).save(join(outDir, "onnx"), "model.onnx");
+}
