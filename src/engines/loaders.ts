@@ -1,6 +1,9 @@
 // Owns which engine serves which task: the loaders built into this server, one per task.
 import type { EngineLoader, Task } from "./types.ts";
+import { loadEmbedding } from "./transformers/embedding.ts";
 
 export function builtinLoaders(): Partial<Record<Task, EngineLoader>> {
-  return {};
+  return {
+    embedding: loadEmbedding,
+  };
 }

@@ -84,6 +84,17 @@ export interface EmbeddingEngine extends Engine {
   readonly dimensions: number;
   /** Longest input in tokens the model accepts. */
   readonly maxTokens: number;
+  /** Token ids must lie in [0, vocabSize). */
+  readonly vocabSize: number;
+  /** Whether vectors come out L2-normalized (the model's own pipeline says so). */
+  readonly normalized: boolean;
+  /** The token ids the model sees for a text, special tokens included. */
+  tokenize(text: string): number[];
+  /**
+   * Embeds already tokenized inputs (each as the model sees it) in one model call: one pooled vector per input,
+   * in order. Inputs must be non-empty, at most maxTokens long, with ids below vocabSize.
+   */
+  embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]>;
 }
 
 // ---------------------------------------------------------------- transcription

@@ -216,6 +216,8 @@ function headerBytes(h: Header): Uint8Array {
 const GAIN = 20;
 const EMBED_STD = 0.1;
 const WEIGHT_STD = 0.02;
+/** Decoder projections back into the residual stream stay quiet so they never blur the token embeddings. */
+const QUIET_STD = 0.002;
 
 /** Every tensor in the loader's order, produced lazily so only one is in memory at a time. */
 function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
@@ -242,7 +244,7 @@ function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
   yield v("encoder.ln_post.bias", [a], 0);
   for (let i = 0; i < hp.nAudioLayer; i++) yield* block(`encoder.blocks.${i}`, a, false);
 
-  yield v("decoder.positional_embedding", [t, hp.nTextCtx].map((x) => x), undefined);
+  yield v("decoder.positional_embedding", [t, hp.nTextCtx]);
   const te = random("decoder.token_embedding.weight", t * hp.nVocab, EMBED_STD);
   // The MLP reads the F16-rounded embeddings, so detect with exactly those.
   const teRounded = new Float32Array(Float16Array.from(te));
@@ -259,15 +261,16 @@ function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
     }
   }
 
-  function* block(p: string, n: number, cross: boolean): Generator<Tensor> {
+  function* block(p: string, n: number, decoder: boolean): Generator<Tensor> {
     // Layer order of the loader: mlp_ln, mlp.0, mlp.2, attn_ln, attn.{query,key,value,out}, then cross_attn.
+    const outStd = decoder ? QUIET_STD : WEIGHT_STD;
     yield v(`${p}.mlp_ln.weight`, [n], 1);
     yield v(`${p}.mlp_ln.bias`, [n], 0);
     yield w(`${p}.mlp.0.weight`, [n, 4 * n]);
     yield v(`${p}.mlp.0.bias`, [4 * n]);
-    yield w(`${p}.mlp.2.weight`, [4 * n, n]);
+    yield w(`${p}.mlp.2.weight`, [4 * n, n], outStd);
     yield v(`${p}.mlp.2.bias`, [n]);
-    for (const kind of cross ? ["attn", "cross_attn"] : ["attn"]) {
+    for (const kind of decoder ? ["attn", "cross_attn"] : ["attn"]) {
       yield v(`${p}.${kind}_ln.weight`, [n], 1);
       yield v(`${p}.${kind}_ln.bias`, [n], 0);
       yield w(`${p}.${kind}.query.weight`, [n, n]);
@@ -275,7 +278,7 @@ function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
       yield w(`${p}.${kind}.key.weight`, [n, n]);
       yield w(`${p}.${kind}.value.weight`, [n, n]);
       yield v(`${p}.${kind}.value.bias`, [n]);
-      yield w(`${p}.${kind}.out.weight`, [n, n]);
+      yield w(`${p}.${kind}.out.weight`, [n, n], outStd);
       yield v(`${p}.${kind}.out.bias`, [n]);
     }
   }
