@@ -5,10 +5,14 @@ import { createLogger } from "./src/log.ts";
 import { startServer } from "./src/server.ts";
 import { ManifestError } from "./src/engines/manifest.ts";
 import { builtinLoaders } from "./src/engines/loaders.ts";
+import { runCli } from "./src/cli/main.ts";
 
 const loaders = builtinLoaders();
 
 async function main(): Promise<number> {
+  // Sub-commands (`pull`, `list`) run instead of the server.
+  const sub = await runCli(Deno.args);
+  if (sub !== undefined) return sub;
   let parsed;
   try {
     parsed = parseConfig(Deno.args);

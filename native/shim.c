@@ -43,12 +43,16 @@ WSHIM_API void wshim_log_level(int level) {
 
 // ---------------------------------------------------------------- model
 
+/**
+ * Loads a model without the context's default state: every transcription brings its own (whisper_init_state).
+ * Negative flags keep whisper.cpp's defaults (GPU on when built with one, flash attention on).
+ */
 WSHIM_API struct whisper_context * wshim_init(const char * path, int use_gpu, int flash_attn, int gpu_device) {
     struct whisper_context_params cp = whisper_context_default_params();
-    cp.use_gpu = use_gpu != 0;
-    cp.flash_attn = flash_attn != 0;
-    cp.gpu_device = gpu_device;
-    return whisper_init_from_file_with_params(path, cp);
+    if (use_gpu >= 0) cp.use_gpu = use_gpu != 0;
+    if (flash_attn >= 0) cp.flash_attn = flash_attn != 0;
+    if (gpu_device >= 0) cp.gpu_device = gpu_device;
+    return whisper_init_from_file_with_params_no_state(path, cp);
 }
 
 // ---------------------------------------------------------------- jobs

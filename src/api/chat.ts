@@ -1,6 +1,376 @@
-// Placeholder for the chat endpoint while its engine is being built; replaced by the engine's owner.
+// Owns POST /v1/chat/completions: the wire request -> the model's prompt (its chat template) and the checks
+// that need the model (context window, logit_bias ids) -> the model's FIFO queue -> the engine's generation ->
+// OpenAI's chat.completion object, or chat.completion.chunk events over SSE. The queue slot is held for the
+// whole generation (a stream included) and released on completion, error or client disconnect.
+import type {
+  ChatDelta,
+  ChatEngine,
+  ChatEvent,
+  ChatFinishReason,
+  ChatGenerateOptions,
+  ChatMessage,
+  ChatTokenLogprob,
+  ChatTool,
+  ChatToolCall,
+  ModelEntry,
+} from "../engines/types.ts";
+import { ChatPromptError } from "../engines/transformers/chat_engine.ts";
+import { randomSeed } from "../engines/transformers/chat_sampler.ts";
+import { readJson } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
+import { sseResponse } from "../http/sse.ts";
+import { ChatCompletionRequest, type ChatRequestContent, type ChatRequestMessage } from "../protocol/chat.ts";
+import { parseRequest } from "../protocol/validate.ts";
+import type { ApiContext } from "./context.ts";
 
-export function handleChatCompletions(): Response {
-  throw ApiError.unavailable("This endpoint is not available in this build.", "not_implemented");
+/** Requests for one model run one at a time, in arrival order. */
+const CONCURRENCY = 1;
+
+export async function handleChatCompletions(req: Request, ctx: ApiContext): Promise<Response> {
+  const started = performance.now();
+  const body = parseRequest(ChatCompletionRequest, await readJson(req, ctx.jsonLimits));
+  const entry = ctx.registry.resolve(body.model, "chat");
+  const messages = body.messages.map(toMessage);
+  const tools = body.tool_choice === "none" ? undefined : body.tools?.map(toTool);
+  const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal);
+
+  let prompt;
+  try {
+    prompt = engine.prompt(messages, tools);
+  } catch (e) {
+    if (e instanceof ChatPromptError) throw ApiError.badRequest(e.message, "messages", "invalid_value");
+    throw e;
+  }
+  const promptTokens = prompt.ids.length;
+  const maxTokens = completionBudget(body, promptTokens, engine.contextLength);
+  const options: ChatGenerateOptions = {
+    n: body.n ?? 1,
+    maxTokens,
+    minTokens: body.min_tokens ?? 0,
+    ignoreEos: body.ignore_eos ?? false,
+    stop: body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop,
+    sampling: {
+      temperature: body.temperature ?? engine.defaults.temperature,
+      topP: body.top_p ?? engine.defaults.topP,
+      topK: body.top_k == null ? engine.defaults.topK : Math.max(0, body.top_k),
+      presencePenalty: body.presence_penalty ?? 0,
+      frequencyPenalty: body.frequency_penalty ?? 0,
+      logitBias: logitBias(body.logit_bias, engine.vocabSize),
+    },
+    seed: body.seed == null ? randomSeed() : BigInt(body.seed),
+    logprobs: body.logprobs ? body.top_logprobs ?? 0 : null,
+    signal: ctx.signal,
+  };
+  const reply: Reply = {
+    id: `chatcmpl-${randomId(29)}`,
+    created: Math.floor(Date.now() / 1000),
+    model: entry.id,
+    fingerprint: fingerprintOf(engine),
+    promptTokens,
+  };
+  const run: Run = { ctx, entry, engine, started, reply, options, prompt };
+  if (body.stream) {
+    return await sseResponse(streamChunks(run, body.stream_options?.include_usage === true), {
+      done: true,
+      log: ctx.log,
+    });
+  }
+  return Response.json(await complete(run));
+}
+
+interface Reply {
+  id: string;
+  created: number;
+  model: string;
+  fingerprint: string;
+  promptTokens: number;
+}
+
+interface Run {
+  ctx: ApiContext;
+  entry: ModelEntry;
+  engine: ChatEngine;
+  started: number;
+  reply: Reply;
+  options: ChatGenerateOptions;
+  prompt: { ids: number[] };
+}
+
+/**
+ * Tokens the completion may use: the smaller of max_tokens and max_completion_tokens, else whatever the
+ * context window leaves. A prompt that leaves no room, or a request that asks for more than there is, is
+ * refused before anything runs.
+ */
+function completionBudget(
+  body: { max_tokens?: number | null; max_completion_tokens?: number | null },
+  promptTokens: number,
+  contextLength: number,
+): number {
+  const asked = [body.max_tokens, body.max_completion_tokens].filter((v): v is number => v != null);
+  const requested = asked.length ? Math.min(...asked) : undefined;
+  const room = contextLength - promptTokens;
+  if (requested === undefined ? room < 1 : requested > room) {
+    const total = promptTokens + (requested ?? 1);
+    throw ApiError.badRequest(
+      `This model's maximum context length is ${contextLength} tokens. However, you requested ${total} tokens ` +
+        `(${promptTokens} in the messages, ${requested ?? 1} in the completion). Please reduce the length of ` +
+        `the messages or completion.`,
+      "messages",
+      "context_length_exceeded",
+    );
+  }
+  return requested ?? room;
+}
+
+function logitBias(bias: Record<string, number> | null | undefined, vocabSize: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const [k, v] of Object.entries(bias ?? {})) {
+    const id = Number(k);
+    if (id >= vocabSize) {
+      throw ApiError.badRequest(
+        `Invalid key in 'logit_bias': token id ${k} is outside the model's vocabulary (ids 0 to ${vocabSize - 1}).`,
+        "logit_bias",
+        "invalid_value",
+      );
+    }
+    out.set(id, v);
+  }
+  return out;
+}
+
+function text(content: ChatRequestContent | null | undefined): string | null {
+  if (content == null) return null;
+  if (typeof content === "string") return content;
+  return content.map((p) => String((p as Record<string, unknown>).text ?? (p as Record<string, unknown>).refusal))
+    .join("");
+}
+
+/** Wire message -> engine message: developer is system; the deprecated function role is a tool result. */
+function toMessage(m: ChatRequestMessage): ChatMessage {
+  const role = m.role === "developer" ? "system" : m.role === "function" ? "tool" : m.role;
+  const out: ChatMessage = { role, content: text(m.content) };
+  if (m.name !== undefined) out.name = m.name;
+  const calls: ChatToolCall[] = (m.tool_calls ?? []).map((c) => ({
+    id: c.id,
+    name: c.function.name,
+    arguments: c.function.arguments,
+  }));
+  if (m.function_call) calls.push({ id: "call_0", name: m.function_call.name, arguments: m.function_call.arguments });
+  if (calls.length) out.toolCalls = calls;
+  if (m.tool_call_id !== undefined) out.toolCallId = m.tool_call_id;
+  return out;
+}
+
+function toTool(t: { function: { name: string; description?: string; parameters?: Record<string, unknown> } }) {
+  const tool: ChatTool = { name: t.function.name };
+  if (t.function.description !== undefined) tool.description = t.function.description;
+  if (t.function.parameters !== undefined) tool.parameters = t.function.parameters;
+  return tool;
+}
+
+// ------------------------------------------------------------------------------------------- wire shapes
+
+function wireLogprobs(lps: ChatTokenLogprob[]) {
+  return lps.map((lp) => ({
+    token: lp.token,
+    logprob: lp.logprob,
+    bytes: lp.bytes,
+    top_logprobs: lp.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })),
+  }));
+}
+
+function wireToolCalls(delta: ChatDelta) {
+  return delta.toolCalls?.map((c) => ({
+    index: c.index,
+    ...(c.id !== undefined ? { id: c.id, type: "function" } : {}),
+    function: { ...(c.name !== undefined ? { name: c.name } : {}), arguments: c.arguments ?? "" },
+  }));
+}
+
+function usage(promptTokens: number, completionTokens: number) {
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+/** Runs `events` holding the model's queue slot; notes the request's figures when done. */
+async function* admitted(run: Run): AsyncGenerator<ChatEvent> {
+  const queue = run.ctx.registry.queue(run.entry, CONCURRENCY);
+  const permit = await queue.acquire(run.ctx.signal);
+  const admittedAt = performance.now();
+  let completionTokens = 0;
+  let ttft: number | undefined;
+  try {
+    for await (const ev of run.engine.generate(run.prompt, run.options)) {
+      if (ev.type === "delta") ttft ??= (performance.now() - run.started) / 1000;
+      else if (ev.type === "finish") completionTokens += ev.completionTokens;
+      yield ev;
+    }
+  } finally {
+    permit.release();
+    queue.observe((performance.now() - admittedAt) / 1000);
+    run.ctx.note({
+      model: run.entry.id,
+      promptTokens: run.reply.promptTokens,
+      completionTokens,
+      ...(ttft !== undefined ? { ttft } : {}),
+    });
+  }
+}
+
+interface ChoiceState {
+  content: string[];
+  toolCalls: Map<number, { id: string; name: string; arguments: string }>;
+  logprobs: ChatTokenLogprob[] | null;
+  finish: ChatFinishReason;
+}
+
+/** The non-streamed answer: every choice collected, then one chat.completion object. */
+async function complete(run: Run) {
+  const choices: ChoiceState[] = [];
+  let completionTokens = 0;
+  for await (const ev of admitted(run)) {
+    if (ev.type === "start") {
+      choices[ev.choice] = {
+        content: [],
+        toolCalls: new Map(),
+        logprobs: run.options.logprobs !== null ? [] : null,
+        finish: "stop",
+      };
+      continue;
+    }
+    const c = choices[ev.choice];
+    if (ev.type === "finish") {
+      c.finish = ev.reason;
+      completionTokens += ev.completionTokens;
+      continue;
+    }
+    if (ev.delta.content) c.content.push(ev.delta.content);
+    for (const t of ev.delta.toolCalls ?? []) {
+      const call = c.toolCalls.get(t.index) ?? { id: "", name: "", arguments: "" };
+      call.id ||= t.id ?? "";
+      call.name += t.name ?? "";
+      call.arguments += t.arguments ?? "";
+      c.toolCalls.set(t.index, call);
+    }
+    if (ev.logprobs && c.logprobs) c.logprobs.push(...ev.logprobs);
+  }
+  const { reply } = run;
+  return {
+    id: reply.id,
+    object: "chat.completion",
+    created: reply.created,
+    model: reply.model,
+    system_fingerprint: reply.fingerprint,
+    choices: choices.map((c, index) => {
+      const content = c.content.join("");
+      const calls = [...c.toolCalls.entries()].sort(([a], [b]) => a - b).map(([, t]) => ({
+        id: t.id,
+        type: "function",
+        function: { name: t.name, arguments: t.arguments || "{}" },
+      }));
+      return {
+        index,
+        message: {
+          role: "assistant",
+          content: calls.length && !content ? null : content,
+          refusal: null,
+          ...(calls.length ? { tool_calls: calls } : {}),
+          annotations: [],
+        },
+        logprobs: c.logprobs ? { content: wireLogprobs(c.logprobs), refusal: null } : null,
+        finish_reason: c.finish,
+      };
+    }),
+    usage: usage(reply.promptTokens, completionTokens),
+    service_tier: "default",
+  };
+}
+
+/**
+ * chat.completion.chunk events. Content chunks, one per token, are written as pre-serialized JSON around the
+ * only part that changes (the text), so the hot path does no object building or full JSON encoding.
+ */
+async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<unknown> {
+  const { reply } = run;
+  const head = `{"id":${JSON.stringify(reply.id)},"object":"chat.completion.chunk","created":${reply.created},` +
+    `"model":${JSON.stringify(reply.model)},"system_fingerprint":${JSON.stringify(reply.fingerprint)},` +
+    `"choices":[{"index":`;
+  const tail = `,"finish_reason":null}],"usage":null}`;
+  const chunk = (choice: Record<string, unknown>, usageValue: unknown = null) => ({
+    id: reply.id,
+    object: "chat.completion.chunk",
+    created: reply.created,
+    model: reply.model,
+    system_fingerprint: reply.fingerprint,
+    choices: [choice],
+    usage: usageValue,
+  });
+  let completionTokens = 0;
+  for await (const ev of admitted(run)) {
+    switch (ev.type) {
+      case "start":
+        yield chunk({
+          index: ev.choice,
+          delta: { role: "assistant", content: "", refusal: null },
+          logprobs: null,
+          finish_reason: null,
+        });
+        break;
+      case "delta":
+        if (ev.delta.toolCalls === undefined && ev.delta.content !== undefined && ev.logprobs === null) {
+          yield `${head}${ev.choice},"delta":{"content":${JSON.stringify(ev.delta.content)}},"logprobs":null${tail}`;
+        } else {
+          yield chunk({
+            index: ev.choice,
+            delta: {
+              ...(ev.delta.content !== undefined ? { content: ev.delta.content } : {}),
+              ...(ev.delta.toolCalls ? { tool_calls: wireToolCalls(ev.delta) } : {}),
+            },
+            logprobs: ev.logprobs ? { content: wireLogprobs(ev.logprobs), refusal: null } : null,
+            finish_reason: null,
+          });
+        }
+        break;
+      case "finish":
+        completionTokens += ev.completionTokens;
+        yield chunk({ index: ev.choice, delta: {}, logprobs: null, finish_reason: ev.reason });
+        break;
+    }
+  }
+  if (includeUsage) {
+    yield { ...chunk({}), choices: [], usage: usage(reply.promptTokens, completionTokens) };
+  }
+}
+
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+function randomId(length: number): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(length));
+  let out = "";
+  for (const b of bytes) out += ALPHABET[b % ALPHABET.length];
+  return out;
+}
+
+const fingerprints = new WeakMap<ChatEngine, string>();
+
+/** Stable per loaded model and backend, as OpenAI's identifies a serving configuration. */
+function fingerprintOf(engine: ChatEngine): string {
+  let fp = fingerprints.get(engine);
+  if (!fp) {
+    let h = 0x811c9dc5;
+    for (const ch of `${engine.entry.id}|${engine.backend}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
+    fp = `fp_${(h >>> 0).toString(16).padStart(8, "0")}`;
+    fingerprints.set(engine, fp);
+  }
+  return fp;
 }

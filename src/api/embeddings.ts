@@ -1,6 +1,138 @@
-// Placeholder for the embeddings endpoint while its engine is being built; replaced by the engine's owner.
+// Owns POST /v1/embeddings: the wire request -> per-request checks that need the model (length, vocabulary,
+// dimensions) -> the model's dynamic batcher -> OpenAI's response shape (float or base64 vectors, usage).
+// Every check runs before a request joins a batch, so one request's bad input never fails another's.
+// Also owns the per-model batchers and their counters (`embeddingBatchStats`, for metrics).
+import { Buffer } from "node:buffer";
+import { type BatcherStats, DynamicBatcher } from "../engines/batcher.ts";
+import type { Registry } from "../engines/registry.ts";
+import type { EmbeddingEngine, Logger, ModelEntry } from "../engines/types.ts";
+import { truncateAndNormalize } from "../engines/transformers/embedding_pooling.ts";
+import { readJson } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
+import {
+  CreateEmbeddingRequest,
+  type CreateEmbeddingResponse,
+  type EmbeddingInputs,
+} from "../protocol/embeddings.ts";
+import { parseRequest } from "../protocol/validate.ts";
+import type { ApiContext } from "./context.ts";
 
-export function handleEmbeddings(): Response {
-  throw ApiError.unavailable("This endpoint is not available in this build.", "not_implemented");
+type Batcher = DynamicBatcher<readonly number[], Float32Array>;
+
+/**
+ * Inputs that run without waiting out the batch window. On CPU a call's fixed cost is about that of one or two
+ * inputs, so at 32 inputs waiting for company could win at most a few percent and would cost the window.
+ */
+const EAGER_INPUTS = 32;
+
+/** One batcher per loaded engine, per server (registry). A reloaded engine gets a fresh one. */
+const batchers = new WeakMap<Registry, Map<string, { engine: EmbeddingEngine; batcher: Batcher }>>();
+
+function batcherFor(ctx: ApiContext, entry: ModelEntry, engine: EmbeddingEngine): Batcher {
+  let perModel = batchers.get(ctx.registry);
+  if (!perModel) batchers.set(ctx.registry, perModel = new Map());
+  const known = perModel.get(entry.id);
+  if (known && known.engine === engine) return known.batcher;
+  const debug = debugOf(ctx.log);
+  const batcher: Batcher = new DynamicBatcher({
+    name: entry.id,
+    windowMs: ctx.config.embedBatchWindowMs,
+    budget: ctx.config.embedBatchTokens,
+    eagerItems: EAGER_INPUTS,
+    maxWaiting: ctx.config.queueSize,
+    cost: (ids) => ids.length,
+    run: (items) => engine.embedBatch(items),
+    onBatch: debug && ((info) => debug("embedding batch", { model: entry.id, ...info })),
+  });
+  perModel.set(entry.id, { engine, batcher });
+  return batcher;
+}
+
+/** The logger's debug level when it has one (the shared Logger contract has none yet). */
+function debugOf(log: Logger): ((msg: string, fields?: Record<string, unknown>) => void) | undefined {
+  const debug = (log as Logger & { debug?: Logger["info"] }).debug;
+  return typeof debug === "function" ? debug.bind(log) : undefined;
+}
+
+/** Batching counters per embedding model of a server, for metrics. */
+export function embeddingBatchStats(registry: Registry): { model: string; stats: BatcherStats }[] {
+  return [...(batchers.get(registry) ?? [])].map(([model, { batcher }]) => ({
+    model,
+    stats: batcher.stats(),
+  }));
+}
+
+/** The token ids of every input as the model sees them; throws the 400 that names the first bad item. */
+export function tokenizeInputs(input: EmbeddingInputs, engine: EmbeddingEngine, model: string): number[][] {
+  const param = (i: number) => (input.single ? "input" : `input[${i}]`);
+  const ids = input.kind === "text" ? input.texts.map((t) => engine.tokenize(t)) : input.ids;
+  ids.forEach((row, i) => {
+    if (row.length === 0) {
+      throw ApiError.badRequest(`Invalid '${param(i)}': it has no tokens for model \`${model}\`.`, param(i));
+    }
+    if (row.length > engine.maxTokens) {
+      throw ApiError.badRequest(
+        `Invalid '${param(i)}': it is ${row.length} tokens long, but model \`${model}\` accepts at most ` +
+          `${engine.maxTokens} tokens per input. Shorten or split it.`,
+        param(i),
+        "context_length_exceeded",
+      );
+    }
+    if (input.kind === "tokens") {
+      const j = row.findIndex((id) => id >= engine.vocabSize);
+      if (j >= 0) {
+        const at = input.single ? `input[${j}]` : `input[${i}][${j}]`;
+        throw ApiError.badRequest(
+          `Invalid '${at}': token id ${row[j]} is outside the vocabulary of model \`${model}\` ` +
+            `(ids 0 to ${engine.vocabSize - 1}).`,
+          at,
+          "invalid_value",
+        );
+      }
+    }
+  });
+  return ids;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Base64 of the vector's little-endian float32 bytes (what the SDKs decode). */
+export function toBase64(v: Float32Array): string {
+  let bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (!LITTLE_ENDIAN) {
+    const view = new DataView(new ArrayBuffer(v.byteLength));
+    v.forEach((x, i) => view.setFloat32(i * 4, x, true));
+    bytes = new Uint8Array(view.buffer);
+  }
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+}
+
+export async function handleEmbeddings(req: Request, ctx: ApiContext): Promise<Response> {
+  const request = parseRequest(CreateEmbeddingRequest, await readJson(req, ctx.jsonLimits));
+  const entry = ctx.registry.resolve(request.model, "embedding");
+  const engine = await ctx.registry.engine<EmbeddingEngine>(entry, ctx.signal);
+  const dims = request.dimensions ?? undefined;
+  if (dims !== undefined && dims > engine.dimensions) {
+    throw ApiError.badRequest(
+      `Invalid 'dimensions': model \`${request.model}\` gives ${engine.dimensions}-dimensional embeddings, ` +
+        `so dimensions must be between 1 and ${engine.dimensions}, but got ${dims}.`,
+      "dimensions",
+      "invalid_value",
+    );
+  }
+  const ids = tokenizeInputs(request.input, engine, request.model);
+  const promptTokens = ids.reduce((n, row) => n + row.length, 0);
+  ctx.note({ model: entry.id, promptTokens });
+  const vectors = await batcherFor(ctx, entry, engine).submit(ids, ctx.signal);
+  const base64 = request.encoding_format === "base64";
+  const body: CreateEmbeddingResponse = {
+    object: "list",
+    data: vectors.map((v, index) => {
+      const out = dims !== undefined ? truncateAndNormalize(v, dims) : v;
+      return { object: "embedding", index, embedding: base64 ? toBase64(out) : Array.from(out) };
+    }),
+    model: request.model,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+  };
+  return Response.json(body);
 }

@@ -1,10 +1,127 @@
-// Placeholder for the audio endpoints while the whisper engine is being built; replaced by its owner.
+// Owns POST /v1/audio/transcriptions and /v1/audio/translations: the multipart form -> checks that need the
+// model (language) and the config (VAD) -> audio decoding -> the model's admission queue -> the whisper engine,
+// answered in the requested response_format or streamed as transcript.text.delta / .done events.
+import { decodeAudio } from "../audio/decode.ts";
+import type { ModelEntry, PartialSegment, TranscribeOptions, TranscriptionEngine } from "../engines/types.ts";
+import { readForm } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
+import { sseResponse } from "../http/sse.ts";
+import {
+  type AudioRequest,
+  type AudioTask,
+  formatResponse,
+  parseAudioForm,
+  type TextDeltaEvent,
+  type TextDoneEvent,
+  usageOf,
+} from "../protocol/transcriptions.ts";
+import type { ApiContext } from "./context.ts";
 
-export function handleTranscriptions(): Response {
-  throw ApiError.unavailable("This endpoint is not available in this build.", "not_implemented");
+export function handleTranscriptions(req: Request, ctx: ApiContext): Promise<Response> {
+  return handle(req, ctx, "transcribe");
 }
 
-export function handleTranslations(): Response {
-  throw ApiError.unavailable("This endpoint is not available in this build.", "not_implemented");
+export function handleTranslations(req: Request, ctx: ApiContext): Promise<Response> {
+  return handle(req, ctx, "translate");
+}
+
+/** The VAD model a request uses, or undefined; a request asking for VAD the server cannot do is a 400. */
+export function vadFor(request: AudioRequest, ctx: Pick<ApiContext, "config">): { model: string } | undefined {
+  const wanted = request.vad ?? ctx.config.vad;
+  if (!wanted) return undefined;
+  if (!ctx.config.vadModel) {
+    throw ApiError.badRequest(
+      "Voice activity detection is not available: the server was started without --vad-model.",
+      "vad",
+      "unsupported_value",
+    );
+  }
+  return { model: ctx.config.vadModel };
+}
+
+function checkLanguage(request: AudioRequest, engine: TranscriptionEngine): void {
+  const lang = request.language;
+  if (lang === undefined) return;
+  if (!engine.languages.has(lang)) {
+    throw ApiError.badRequest(
+      `Invalid 'language': '${lang}' is not an ISO-639-1 code this model knows.`,
+      "language",
+      "invalid_value",
+    );
+  }
+}
+
+async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<Response> {
+  const request = parseAudioForm(await readForm(req, ctx.audioLimits), task);
+  const entry = ctx.registry.resolve(request.model, "transcription");
+  const vad = vadFor(request, ctx);
+  const engine = await ctx.registry.engine<TranscriptionEngine>(entry, ctx.signal);
+  checkLanguage(request, engine);
+  const bytes = new Uint8Array(await request.file.arrayBuffer());
+  const audio = await decodeAudio(bytes, { signal: ctx.signal });
+  const opts: TranscribeOptions = {
+    language: request.language,
+    translate: task === "translate",
+    prompt: request.prompt,
+    temperature: request.temperature,
+    wordTimestamps: request.words,
+    vad,
+  };
+  ctx.note({ model: entry.id, audioSeconds: +(audio.length / 16_000).toFixed(2) });
+  if (request.stream) return await sseResponse(streamEvents(ctx, entry, engine, audio, opts), { done: false });
+  const permit = await ctx.registry.queue(entry, ctx.config.transcriptionConcurrency).acquire(ctx.signal);
+  let transcript;
+  try {
+    transcript = await engine.transcribe(audio, opts, ctx.signal);
+  } finally {
+    permit.release();
+  }
+  const languageName = engine.languages.get(transcript.language) ?? transcript.language;
+  return formatResponse(transcript, request.responseFormat, task, languageName);
+}
+
+/** A text delta per decoded segment, then the full text; stopping the iterator aborts the transcription. */
+async function* streamEvents(
+  ctx: ApiContext,
+  entry: ModelEntry,
+  engine: TranscriptionEngine,
+  audio: Float32Array,
+  opts: TranscribeOptions,
+): AsyncGenerator<TextDeltaEvent | TextDoneEvent> {
+  const stop = new AbortController();
+  const signal = AbortSignal.any([ctx.signal, stop.signal]);
+  const permit = await ctx.registry.queue(entry, ctx.config.transcriptionConcurrency).acquire(signal);
+  const pending: PartialSegment[] = [];
+  let wake: (() => void) | undefined;
+  const onSegment = (s: PartialSegment) => {
+    pending.push(s);
+    wake?.();
+  };
+  let finished = false;
+  const running = engine.transcribe(audio, opts, signal, onSegment).finally(() => {
+    finished = true;
+    wake?.();
+  });
+  running.catch(() => {}); // observed below; this only keeps an early return from leaving it unhandled
+  let sent = "";
+  try {
+    while (!finished || pending.length) {
+      if (!pending.length) {
+        await new Promise<void>((r) => wake = r);
+        wake = undefined;
+        continue;
+      }
+      const s = pending.shift()!;
+      const delta = sent ? s.text : s.text.trimStart();
+      if (!delta) continue;
+      sent += delta;
+      yield { type: "transcript.text.delta", delta };
+    }
+    const transcript = await running;
+    yield { type: "transcript.text.done", text: transcript.text, usage: usageOf(transcript) };
+  } finally {
+    stop.abort();
+    await running.catch(() => {});
+    permit.release();
+  }
 }

@@ -70,9 +70,110 @@ export interface ChatTool {
   strict?: boolean;
 }
 
+/** A conversation rendered through the model's chat template (generation prompt added) and tokenized. */
+export interface ChatPrompt {
+  ids: number[];
+}
+
+/** How the next token is picked; see chat_sampler.ts. */
+export interface ChatSampling {
+  /** 0 = greedy. */
+  temperature: number;
+  /** Nucleus mass in (0, 1]; 1 = off. */
+  topP: number;
+  /** 0 = off. */
+  topK: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  /** Token id -> value added to its logit. */
+  logitBias: ReadonlyMap<number, number>;
+}
+
+/**
+ * Plug-in point for constrained decoding (one instance per choice): sees each row of logits after bias and
+ * penalties, before sampling, and may mask tokens (set them to -Infinity); then learns the token chosen.
+ */
+export interface ChatLogitsProcessor {
+  process(logits: Float32Array): void;
+  accept(tokenId: number): void;
+}
+
+export interface ChatToolCallDelta {
+  index: number;
+  id?: string;
+  name?: string;
+  /** A fragment of the arguments' JSON text. */
+  arguments?: string;
+}
+
+/** What one step adds to a choice's message. */
+export interface ChatDelta {
+  content?: string;
+  toolCalls?: ChatToolCallDelta[];
+}
+
+export type ChatFinishReason = "stop" | "length" | "tool_calls";
+
+/**
+ * Plug-in point for parsing the output (tool calls; one instance per choice): receives the visible text
+ * (stop sequences already handled) and turns it into deltas. Without one, text is content.
+ */
+export interface ChatOutputParser {
+  push(text: string): ChatDelta[];
+  end(): ChatDelta[];
+  /** Read after `end()`: overrides the finish reason (e.g. "tool_calls"). */
+  finishReason?: ChatFinishReason;
+}
+
+export interface ChatTokenAlternative {
+  token: string;
+  bytes: number[];
+  logprob: number;
+}
+
+export interface ChatTokenLogprob extends ChatTokenAlternative {
+  top: ChatTokenAlternative[];
+}
+
+export interface ChatGenerateOptions {
+  /** Choices, generated one after another from one prefill. */
+  n: number;
+  /** Most tokens per choice (already capped by the context window). */
+  maxTokens: number;
+  /** End-of-sequence tokens are suppressed until a choice has this many tokens. */
+  minTokens: number;
+  /** Never stop at end-of-sequence tokens (benchmarks: exactly maxTokens). */
+  ignoreEos: boolean;
+  /** Stop sequences (never part of the output). */
+  stop: string[];
+  sampling: ChatSampling;
+  /** Choice i draws from the PRNG stream (seed, i). */
+  seed: bigint;
+  /** null: no logprobs; otherwise how many alternatives per token (0..20). */
+  logprobs: number | null;
+  /** Stops generation within a token. */
+  signal?: AbortSignal;
+  logitsProcessor?: (choice: number) => ChatLogitsProcessor;
+  outputParser?: (choice: number) => ChatOutputParser;
+}
+
+export type ChatEvent =
+  /** Prefill is done for this choice; deltas follow. */
+  | { type: "start"; choice: number }
+  | { type: "delta"; choice: number; delta: ChatDelta; logprobs: ChatTokenLogprob[] | null }
+  | { type: "finish"; choice: number; reason: ChatFinishReason; completionTokens: number };
+
 export interface ChatEngine extends Engine {
   /** Context window in tokens. */
   readonly contextLength: number;
+  /** Token ids are below this (the width of the logits). */
+  readonly vocabSize: number;
+  /** Sampling defaults from the model's generation_config (used where a request sets none). */
+  readonly defaults: { temperature: number; topP: number; topK: number };
+  /** Renders and tokenizes a conversation; throws ChatPromptError when the template refuses it. */
+  prompt(messages: ChatMessage[], tools?: ChatTool[]): ChatPrompt;
+  /** Generates all choices of one request, as events in order. */
+  generate(prompt: ChatPrompt, options: ChatGenerateOptions): AsyncIterable<ChatEvent>;
 }
 
 // ---------------------------------------------------------------- embeddings
@@ -99,8 +200,83 @@ export interface EmbeddingEngine extends Engine {
 
 // ---------------------------------------------------------------- transcription
 
+/** Audio reaches transcription engines as mono float32 at this rate. */
+export const TRANSCRIPTION_SAMPLE_RATE = 16_000;
+
+export interface TranscribeOptions {
+  /** ISO-639-1 code of the spoken language; undefined detects it (English-only models always use "en"). */
+  language?: string;
+  /** Output English whatever the spoken language (multilingual models only). */
+  translate: boolean;
+  /** Text that conditions the decoder (spelling, style, the previous part of a recording). */
+  prompt?: string;
+  /** Sampling temperature of the first attempt, 0..1; higher ones follow when decoding fails. */
+  temperature: number;
+  /** Also time each word. */
+  wordTimestamps: boolean;
+  /** Skip silence first with voice activity detection, using this Silero ggml model file. */
+  vad?: { model: string };
+}
+
+export interface TranscriptSegment {
+  /** Seconds from the start of the audio. */
+  start: number;
+  end: number;
+  text: string;
+  /** Token ids as decoded, timestamp tokens included. */
+  tokens: number[];
+  avgLogprob: number;
+  noSpeechProb: number;
+  temperature: number;
+}
+
+export interface TranscriptWord {
+  word: string;
+  start: number;
+  end: number;
+}
+
+export interface Transcript {
+  /** ISO-639-1 code of the language transcribed. */
+  language: string;
+  /** Seconds of audio received (before any VAD). */
+  duration: number;
+  text: string;
+  segments: TranscriptSegment[];
+  /** Present when word timestamps were asked for. */
+  words?: TranscriptWord[];
+}
+
+/** A segment as soon as it is decoded, for streaming. */
+export interface PartialSegment {
+  index: number;
+  start: number;
+  end: number;
+  text: string;
+}
+
+/** A stretch of speech found by voice activity detection, in seconds. */
+export interface SpeechSpan {
+  start: number;
+  end: number;
+}
+
 export interface TranscriptionEngine extends Engine {
   readonly multilingual: boolean;
+  /** ISO-639-1 code -> English name in lower case ("en" -> "english"), as the model knows them. */
+  readonly languages: ReadonlyMap<string, string>;
+  /**
+   * Transcribes (or translates) 16 kHz mono samples. Waits for a free slot of the engine's pool; `signal`
+   * stops the work; `onSegment` sees each segment as it is decoded.
+   */
+  transcribe(
+    audio: Float32Array,
+    opts: TranscribeOptions,
+    signal?: AbortSignal,
+    onSegment?: (segment: PartialSegment) => void,
+  ): Promise<Transcript>;
+  /** Where speech is, by voice activity detection with the given Silero ggml model. */
+  detectSpeech(audio: Float32Array, vadModel: string, signal?: AbortSignal): Promise<SpeechSpan[]>;
 }
 
 export type AnyEngine = ChatEngine | EmbeddingEngine | TranscriptionEngine;

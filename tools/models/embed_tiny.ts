@@ -1,12 +1,13 @@
 // Owns the embed-tiny generator: a 2-layer, 32-wide BERT encoder with seeded random weights in the folder
-// layout the transformers.js feature-extraction pipeline and sentence-transformers expect.
+// layout the transformers.js feature-extraction pipeline and sentence-transformers expect (fp32 + q8 ONNX).
 import { join } from "node:path";
-import { type BertShape, bertConfig, buildBert } from "./bert_graph.ts";
+import { bertConfig, type BertShape, buildBert } from "./bert_graph.ts";
 import { writeJson, writeSentenceTransformerFiles } from "./model_files.ts";
+import { ONNX_FILE } from "./onnx_quantize.ts";
 import { Prng } from "./prng.ts";
 import { wordPieceVocab, writeWordPieceTokenizer } from "./wordpiece_tokenizer.ts";
 
-export const VERSION = "embed-tiny-1";
+export const VERSION = "embed-tiny-2";
 
 export const EMBED_TINY_MAX_LENGTH = 128;
 
@@ -30,5 +31,8 @@ export async function generate(outDir: string): Promise<void> {
   await writeJson(outDir, "config.json", bertConfig(shape));
   await writeWordPieceTokenizer(outDir, vocab, EMBED_TINY_MAX_LENGTH);
   await writeSentenceTransformerFiles(outDir, shape.hiddenSize, EMBED_TINY_MAX_LENGTH);
-  await buildBert(shape, new Prng("embed-tiny")).save(join(outDir, "onnx"), "model.onnx");
+  // Same seed per file, so model_quantized.onnx is the int8 version of exactly the fp32 weights.
+  for (const format of ["fp32", "q8"] as const) {
+    await buildBert(shape, new Prng("embed-tiny"), { format }).save(join(outDir, "onnx"), ONNX_FILE[format]);
+  }
 }

@@ -9,7 +9,11 @@ export async function writeJson(dir: string, relPath: string, value: unknown): P
 }
 
 /** sentence-transformers layout: Transformer -> mean Pooling -> Normalize, as all-MiniLM-L6-v2 ships it. */
-export async function writeSentenceTransformerFiles(dir: string, hiddenSize: number, maxSeqLength: number): Promise<void> {
+export async function writeSentenceTransformerFiles(
+  dir: string,
+  hiddenSize: number,
+  maxSeqLength: number,
+): Promise<void> {
   await writeJson(dir, "modules.json", [
     { idx: 0, name: "0", path: "", type: "sentence_transformers.models.Transformer" },
     { idx: 1, name: "1", path: "1_Pooling", type: "sentence_transformers.models.Pooling" },

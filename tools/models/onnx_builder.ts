@@ -143,7 +143,12 @@ export class GraphBuilder {
   ci64(values: number[], dims: number[] = [values.length]): string {
     const key = `i64:${dims}:${values}`;
     let name = this.constCache.get(key);
-    if (!name) this.constCache.set(key, name = this.i64(`const_i64_${values.join("_").replace(/-/g, "m")}`, values, dims));
+    if (!name) {
+      this.constCache.set(
+        key,
+        name = this.i64(`const_i64_${values.join("_").replace(/-/g, "m")}`, values, dims),
+      );
+    }
     return name;
   }
 
@@ -156,7 +161,12 @@ export class GraphBuilder {
   }
 
   /** Adds a node and returns its output names. */
-  opN(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, opts: OpOptions = {}): string[] {
+  opN(
+    opType: string,
+    inputs: string[],
+    attrs: Record<string, AttrValue> = {},
+    opts: OpOptions = {},
+  ): string[] {
     const outNames = Array.isArray(opts.outputs)
       ? opts.outputs.map((n) => (this.used.add(n), n))
       : Array.from({ length: opts.outputs ?? 1 }, (_, i) => this.fresh(`${opts.name ?? opType}_o${i}`));
@@ -199,7 +209,9 @@ export class GraphBuilder {
       return entry;
     });
     const opsetImport = [{ domain: "", version: opts.opset ?? 17 }];
-    for (const [domain, version] of Object.entries(opts.extraOpsets ?? {})) opsetImport.push({ domain, version });
+    for (const [domain, version] of Object.entries(opts.extraOpsets ?? {})) {
+      opsetImport.push({ domain, version });
+    }
     return onnx.ModelProto.create({
       irVersion: 8,
       producerName: opts.producer ?? "openai-local tools/models",
@@ -218,7 +230,11 @@ export class GraphBuilder {
    * Writes `<dir>/<fileName>`; weights go inline as raw_data unless they pass the 2 GB protobuf limit (or
    * `forceExternal`), in which case they go to `<fileName>_data` in initializer order, as optimum exports do.
    */
-  async save(dir: string, fileName: string, opts: BuildOptions & { forceExternal?: boolean } = {}): Promise<void> {
+  async save(
+    dir: string,
+    fileName: string,
+    opts: BuildOptions & { forceExternal?: boolean } = {},
+  ): Promise<void> {
     const external = opts.forceExternal || this.totalBytes() > EXTERNAL_DATA_THRESHOLD;
     const dataName = `${fileName}_data`;
     const proto = this.modelProto(opts, external ? dataName : undefined);

@@ -14,7 +14,24 @@ const CHARS = [
   ..."αβγδεζηθικλμνξοπρστυφχψω",
   ..."абвгдежзийклмнопрстуфхцчшщъыьэюя",
 ];
-const SUFFIXES = ["s", "es", "ed", "er", "ers", "est", "ing", "ly", "ment", "ness", "tion", "sion", "able", "ful", "less", "al"];
+const SUFFIXES = [
+  "s",
+  "es",
+  "ed",
+  "er",
+  "ers",
+  "est",
+  "ing",
+  "ly",
+  "ment",
+  "ness",
+  "tion",
+  "sion",
+  "able",
+  "ful",
+  "less",
+  "al",
+];
 
 /**
  * Vocabulary: specials, single characters and their `##` continuations (so any letter sequence tokenizes
@@ -34,7 +51,9 @@ export function wordPieceVocab(size?: number): string[] {
   for (const a of LETTERS) for (const c of LETTERS) add(`##${a}${c}`);
   for (const w of ENGLISH_WORDS) if (/^[a-z]+$/.test(w)) add(w);
   if (size !== undefined) {
-    if (vocab.length > size) throw new Error(`WordPiece vocab has ${vocab.length} entries, more than ${size}`);
+    if (vocab.length > size) {
+      throw new Error(`WordPiece vocab has ${vocab.length} entries, more than ${size}`);
+    }
     for (let i = 0; vocab.length < size; i++) add(`[unused${i}]`);
   }
   return vocab;
@@ -44,14 +63,24 @@ function addedToken(id: number, content: string) {
   return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
 }
 
-export async function writeWordPieceTokenizer(dir: string, vocab: string[], modelMaxLength: number): Promise<void> {
+export async function writeWordPieceTokenizer(
+  dir: string,
+  vocab: string[],
+  modelMaxLength: number,
+): Promise<void> {
   const id = (t: string) => vocab.indexOf(t);
   const tokenizer = {
     version: "1.0",
     truncation: null,
     padding: null,
     added_tokens: BERT_SPECIALS.map((t) => addedToken(id(t), t)),
-    normalizer: { type: "BertNormalizer", clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    normalizer: {
+      type: "BertNormalizer",
+      clean_text: true,
+      handle_chinese_chars: true,
+      strip_accents: null,
+      lowercase: true,
+    },
     pre_tokenizer: { type: "BertPreTokenizer" },
     post_processor: {
       type: "TemplateProcessing",
@@ -96,7 +125,13 @@ export async function writeWordPieceTokenizer(dir: string, vocab: string[], mode
     tokenizer_class: "BertTokenizer",
     unk_token: "[UNK]",
   };
-  const specialMap = { cls_token: "[CLS]", mask_token: "[MASK]", pad_token: "[PAD]", sep_token: "[SEP]", unk_token: "[UNK]" };
+  const specialMap = {
+    cls_token: "[CLS]",
+    mask_token: "[MASK]",
+    pad_token: "[PAD]",
+    sep_token: "[SEP]",
+    unk_token: "[UNK]",
+  };
   await Deno.writeTextFile(join(dir, "tokenizer.json"), JSON.stringify(tokenizer, null, 2) + "\n");
   await Deno.writeTextFile(join(dir, "tokenizer_config.json"), JSON.stringify(config, null, 2) + "\n");
   await Deno.writeTextFile(join(dir, "special_tokens_map.json"), JSON.stringify(specialMap, null, 2) + "\n");

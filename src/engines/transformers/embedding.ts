@@ -3,7 +3,7 @@
 // model's own pooling and normalization. Batching across requests is the API layer's business (batcher.ts).
 import type { EmbeddingEngine, LoadContext, ModelEntry } from "../types.ts";
 import { ModelFilesMissing } from "../registry.ts";
-import { transformersRuntime, type TransformersModule } from "./runtime.ts";
+import { type TransformersModule, transformersRuntime } from "./runtime.ts";
 import {
   fetchPoolingFiles,
   maxTokensOf,
@@ -82,7 +82,9 @@ export class TransformersEmbedding implements EmbeddingEngine {
     const out = (await model(feeds)) as Record<string, Tensor>;
     const states = out.last_hidden_state ?? out.token_embeddings ?? out.logits;
     if (!states || states.dims.length !== 3) {
-      throw new Error(`model ${this.entry.id} gave no token states (outputs: ${Object.keys(out).join(", ")})`);
+      throw new Error(
+        `model ${this.entry.id} gave no token states (outputs: ${Object.keys(out).join(", ")})`,
+      );
     }
     const f32 = states.type === "float32" ? states : states.to("float32");
     const data = f32.data as Float32Array;
@@ -101,14 +103,14 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
   const source = resolveSource(entry, ctx.allowRemote);
   const rt = await transformersRuntime(entry.device, ctx.log);
   const { tf } = rt;
-  // Deno exposes the web Cache API, which transformers.js would prefer for downloads; they belong in the
-  // models folder (FileCache under cache_dir) instead.
-  tf.env.useBrowserCache = false;
   const opts = { local_files_only: source.cacheDir === undefined, cache_dir: source.cacheDir };
   const dtype = entry.dtype ?? "fp32";
   if (source.cacheDir !== undefined) {
     await fetchPoolingFiles(tf.env.remoteHost, entry.repo!, source.dir).catch((e) =>
-      ctx.log.warn("could not fetch sentence-transformers pooling files", { model: entry.id, error: String(e) })
+      ctx.log.warn("could not fetch sentence-transformers pooling files", {
+        model: entry.id,
+        error: String(e),
+      })
     );
   }
   // Read before the (slow) graph load so an unsupported pipeline fails fast.
@@ -121,12 +123,14 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
       ...opts,
       dtype: dtype as never,
       device: rt.device,
-      session_options: rt.device === "cpu" ? { intraOpNumThreads: ctx.threads, interOpNumThreads: 1 } : {},
+      session_options: rt.sessionOptions(entry.device, ctx.threads),
     });
   } catch (e) {
     if ((e as Error).name === "ModelFileNotFoundError" || e instanceof Deno.errors.NotFound) {
       throw new ModelFilesMissing(
-        `${missingMessage(entry, source.dir, requiredFiles(dtype), ctx.allowRemote)} (${(e as Error).message})`,
+        `${missingMessage(entry, source.dir, requiredFiles(dtype), ctx.allowRemote)} (${
+          (e as Error).message
+        })`,
       );
     }
     throw e;

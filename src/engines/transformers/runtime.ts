@@ -1,51 +1,169 @@
 // Owns the process-wide choice of onnxruntime for transformers.js. transformers.js binds its ONNX runtime
 // when its module is first evaluated (it reads globalThis[Symbol.for("onnxruntime")]), so the choice is made
 // once, before the first import, for every transformers model in the process:
-//   - webgpu: Deno's own navigator.gpu with onnxruntime-web handed over through that hook;
-//   - cpu: onnxruntime-node (native, multi-threaded).
+//   - webgpu: Deno's own navigator.gpu with onnxruntime-web (its WebGPU build, wasm files read from the local
+//     npm package, never from a CDN) handed over through that hook;
+//   - cpu: onnxruntime-node (native, multi-threaded). On this runtime a model whose manifest device is
+//     "webgpu" gets onnxruntime-node's own WebGPU provider, which works where it finds a real GPU.
+// `auto` takes WebGPU only when Deno finds a hardware adapter: a software adapter (llvmpipe) works but is far
+// slower than the CPU backend, so it is used only when asked for explicitly.
 import type { DevicePref, Logger } from "../types.ts";
 
 export type TransformersModule = typeof import("@huggingface/transformers");
 
 export interface TransformersRuntime {
   tf: TransformersModule;
-  /** The device to pass to from_pretrained: "webgpu" or "cpu". */
-  device: "webgpu" | "cpu";
+  /** Which runtime was bound: "webgpu" (Deno WebGPU + onnxruntime-web) or "cpu" (onnxruntime-node). */
+  kind: "webgpu" | "cpu";
+  /**
+   * The `device` to hand to from_pretrained on this runtime. Under the hook transformers.js knows no device
+   * names (it would reject "webgpu"), so the webgpu runtime passes "auto" and fills in the execution
+   * providers itself when a session is created.
+   */
+  device: "cpu" | "auto";
   /** Human-readable adapter/backend description for logs. */
   backend: string;
+  /** The adapter's description ("llvmpipe (LLVM 15.0.6, 256 bits)"), or "cpu". */
+  adapter: string;
+  /**
+   * Session options for a model whose manifest device is `pref` on this runtime (execution providers,
+   * threads, where outputs stay). `keepOnGpu` names outputs (the KV cache) that should stay on the GPU.
+   */
+  sessionOptions(pref: DevicePref, threads: number, keepOnGpu?: boolean): Record<string, unknown>;
 }
 
 let chosen: Promise<TransformersRuntime> | undefined;
 
 async function findAdapter(): Promise<GPUAdapter | null> {
   try {
-    return (await navigator.gpu?.requestAdapter()) ?? null;
+    return (await navigator.gpu?.requestAdapter({ powerPreference: "high-performance" })) ?? null;
   } catch {
     return null;
   }
 }
 
-async function choose(pref: DevicePref, log: Logger): Promise<TransformersRuntime> {
-  let useWebGpu = false;
-  let adapterName = "";
-  if (pref !== "cpu") {
-    const adapter = await findAdapter();
-    adapterName = adapter?.info.description || adapter?.info.vendor || "";
-    // A software adapter (llvmpipe) works but is ~100x slower than the CPU backend: only on explicit request.
-    useWebGpu = adapter !== null && (pref === "webgpu" || !adapter.info.isFallbackAdapter);
-    if (pref === "webgpu" && !adapter) {
-      throw new Error("device webgpu was requested but no WebGPU adapter was found");
+type Ort = typeof import("onnxruntime-web/webgpu");
+type OrtSession = Awaited<ReturnType<Ort["InferenceSession"]["create"]>>;
+
+/**
+ * onnxruntime-web as transformers.js should see it from Deno:
+ *  - transformers.js runs in its Node mode (Deno exposes `process`), so it hands sessions a file path, which
+ *    onnxruntime-web would try to fetch as a URL: the path (and its external data files) are read here;
+ *  - sessions created without execution providers get the runtime's own;
+ *  - onnxruntime-web's wasm core runs one session at a time, and transformers.js only serializes runs in
+ *    browsers, so runs are chained here across all models of the process.
+ */
+function wrapOrt(ort: Ort, defaultProviders: string[]): Ort {
+  let chain: Promise<unknown> = Promise.resolve();
+  const serialize = <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = chain.then(fn, fn);
+    chain = next.catch(() => {});
+    return next;
+  };
+  const Base = ort.InferenceSession;
+  const create = async (src: unknown, options: Record<string, unknown> = {}): Promise<OrtSession> => {
+    const opts = { ...options };
+    if (!Array.isArray(opts.executionProviders) || opts.executionProviders.length === 0) {
+      opts.executionProviders = defaultProviders;
+    }
+    let model = src;
+    if (typeof src === "string" && !/^(https?|blob|data):/.test(src)) {
+      model = await Deno.readFile(src);
+      opts.externalData ??= await externalDataBeside(src);
+    }
+    const session = await serialize(() => Base.create(model as Uint8Array, opts as never));
+    const run = session.run.bind(session);
+    // deno-lint-ignore no-explicit-any
+    (session as any).run = (...args: unknown[]) => serialize(() => (run as any)(...args));
+    return session;
+  };
+  const InferenceSession = Object.assign(Object.create(Base), { create });
+  return { ...ort, InferenceSession } as Ort;
+}
+
+/** `model.onnx_data`, `model.onnx_data_1`, ... beside a model file, as onnxruntime-web's externalData. */
+async function externalDataBeside(path: string): Promise<{ path: string; data: Uint8Array }[] | undefined> {
+  const slash = path.lastIndexOf("/");
+  const dir = path.slice(0, slash + 1) || ".";
+  const base = path.slice(slash + 1);
+  const out: { path: string; data: Uint8Array }[] = [];
+  for (let i = 0;; i++) {
+    const name = i === 0 ? `${base}_data` : `${base}_data_${i}`;
+    try {
+      out.push({ path: name, data: await Deno.readFile(dir + name) });
+    } catch {
+      break;
     }
   }
-  if (useWebGpu) {
-    const ort = await import("onnxruntime-web/webgpu");
-    (globalThis as Record<symbol, unknown>)[Symbol.for("onnxruntime")] = ort;
+  return out.length ? out : undefined;
+}
+
+async function bindWebGpu(adapter: GPUAdapter): Promise<void> {
+  const ort = await import("onnxruntime-web/webgpu");
+  // The WebGPU build's wasm core (asyncify variant) from the installed package: offline, no CDN.
+  ort.env.wasm.wasmPaths = {
+    mjs: import.meta.resolve("onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs"),
+    wasm: import.meta.resolve("onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm"),
+  };
+  // Threads would need web workers the Node-mode wasm loader can't start in Deno; the GPU does the work.
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.proxy = false;
+  // Use the very adapter that was judged, not whatever onnxruntime-web would request itself.
+  try {
+    (ort.env.webgpu as unknown as { adapter: GPUAdapter }).adapter = adapter;
+  } catch {
+    // Older builds only read the power preference; they find the same (only) adapter.
   }
+  (globalThis as Record<symbol, unknown>)[Symbol.for("onnxruntime")] = wrapOrt(ort, ["webgpu"]);
+}
+
+async function choose(pref: DevicePref, log: Logger): Promise<TransformersRuntime> {
+  let adapter: GPUAdapter | null = null;
+  if (pref !== "cpu") {
+    adapter = await findAdapter();
+    if (pref === "webgpu" && !adapter) {
+      throw new Error(
+        "device webgpu was requested but Deno found no WebGPU adapter (install a Vulkan driver, e.g. Debian's " +
+          "mesa-vulkan-drivers for the llvmpipe software adapter, or use --device=cpu)",
+      );
+    }
+    if (pref === "auto" && adapter?.info.isFallbackAdapter) adapter = null;
+  }
+  if (adapter) await bindWebGpu(adapter);
   const tf = await import("@huggingface/transformers");
-  const rt: TransformersRuntime = useWebGpu
-    ? { tf, device: "webgpu", backend: `webgpu (${adapterName}) via onnxruntime-web` }
-    : { tf, device: "cpu", backend: "cpu via onnxruntime-node" };
-  log.info("transformers runtime", { device: rt.device, backend: rt.backend, requested: pref });
+  // Deno exposes the browser Cache API, which transformers.js would prefer; model files belong in the
+  // models folder (its file cache under cache_dir) instead. The wasm core is read from disk: no cache.
+  tf.env.useBrowserCache = false;
+  tf.env.useWasmCache = false;
+  let rt: TransformersRuntime;
+  if (adapter) {
+    const name = adapter.info.description || adapter.info.vendor || "unknown adapter";
+    rt = {
+      tf,
+      kind: "webgpu",
+      device: "auto",
+      adapter: name,
+      backend: `webgpu (${name}${adapter.info.isFallbackAdapter ? ", software" : ""}) via onnxruntime-web`,
+      sessionOptions: (p, _threads, keepOnGpu) =>
+        p === "cpu" ? { executionProviders: ["wasm"] } : {
+          executionProviders: ["webgpu"],
+          ...(keepOnGpu ? { preferredOutputLocation: "gpu-buffer" } : {}),
+        },
+    };
+  } else {
+    rt = {
+      tf,
+      kind: "cpu",
+      device: "cpu",
+      adapter: "cpu",
+      backend: "cpu via onnxruntime-node",
+      sessionOptions: (p, threads) =>
+        p === "webgpu"
+          ? { executionProviders: ["webgpu"] }
+          : { executionProviders: ["cpu"], intraOpNumThreads: threads, interOpNumThreads: 1 },
+    };
+  }
+  log.info("transformers runtime", { device: rt.kind, backend: rt.backend, requested: pref });
   return rt;
 }
 

@@ -1,0 +1,36 @@
+// Owns decoding audio bytes to 16 kHz mono float32 with the pure JS/wasm decoders of `audio-decode` (wav in any
+// PCM or float width, mp3, flac, ogg vorbis/opus, webm, m4a/mp4 aac, and more), so a compiled server needs no
+// system libraries. Runs wherever it is called: decode.ts calls it inside a worker so long files never stall
+// the event loop. Failures are AudioDecodeError with a message meant for the client.
+import decode from "audio-decode";
+import { toWhisperPcm } from "./resample.ts";
+
+export class AudioDecodeError extends Error {
+  override name = "AudioDecodeError";
+}
+
+/** Throws AudioDecodeError when the bytes are not audio the decoders understand or hold no samples. */
+export async function decodeToPcm(bytes: Uint8Array): Promise<Float32Array> {
+  if (bytes.byteLength === 0) throw new AudioDecodeError("The audio file is empty.");
+  let decoded: { channelData: Float32Array[]; sampleRate: number };
+  try {
+    decoded = await decode(bytes);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new AudioDecodeError(
+      /unknown audio format|no decoder/i.test(why)
+        ? "The audio file is in an unsupported format or corrupt."
+        : `The audio file could not be decoded: ${why}.`,
+    );
+  }
+  const channels = Array.isArray(decoded?.channelData)
+    ? decoded.channelData.filter((c) => c instanceof Float32Array)
+    : [];
+  if (!channels.length || !channels.some((c) => c.length > 0) || !(decoded.sampleRate > 0)) {
+    throw new AudioDecodeError("The audio file contains no audio samples.");
+  }
+  const pcm = await toWhisperPcm(channels, decoded.sampleRate);
+  // Corrupt streams occasionally decode to NaN/Infinity, which whisper would turn into garbage.
+  for (let i = 0; i < pcm.length; i++) if (!Number.isFinite(pcm[i])) pcm[i] = 0;
+  return pcm;
+}

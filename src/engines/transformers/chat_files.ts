@@ -1,0 +1,116 @@
+// Owns where a chat model's files come from: a local folder (manifest `path`) or a Hugging Face repo whose
+// files live in the models folder (manifest `repo`, under models/hub/<owner>/<name>). Checks what is missing
+// before loading, refuses to download when remote loading is off (ModelFilesMissing says what is missing and
+// how to get it), and shows downloads as terminal progress bars.
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import process from "node:process";
+import cliProgress from "cli-progress";
+import { ModelFilesMissing } from "../registry.ts";
+import type { LoadContext, ModelEntry } from "../types.ts";
+
+/** transformers.js's file-name suffix for each dtype (onnx/model<suffix>.onnx). */
+const DTYPE_SUFFIX: Record<string, string> = {
+  fp32: "",
+  fp16: "_fp16",
+  int8: "_int8",
+  uint8: "_uint8",
+  q8: "_quantized",
+  q4: "_q4",
+  q4f16: "_q4f16",
+  bnb4: "_bnb4",
+  q2: "_q2",
+  q2f16: "_q2f16",
+  q1: "_q1",
+  q1f16: "_q1f16",
+};
+
+export function knownDtype(dtype: string): boolean {
+  return dtype in DTYPE_SUFFIX;
+}
+
+/** The files a causal LM needs for a dtype (model file name overridable by the manifest's options). */
+export function requiredChatFiles(dtype: string, modelFileName = "model"): string[] {
+  return [
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    `onnx/${modelFileName}${DTYPE_SUFFIX[dtype] ?? ""}.onnx`,
+  ];
+}
+
+export interface ChatSource {
+  /** What to hand to from_pretrained: the local folder, or the repo id when downloading. */
+  id: string;
+  /** The folder the files are (or will be) in. */
+  dir: string;
+  /** Set when files will be downloaded: the cache root that maps repo files into `dir`. */
+  cacheDir?: string;
+}
+
+/**
+ * Decides how to load an entry. Local folders must be complete. Hub entries load from their folder when
+ * complete; otherwise they are downloaded into it when remote loading is allowed, else ModelFilesMissing.
+ */
+export function resolveChatSource(entry: ModelEntry, ctx: LoadContext, files: string[]): ChatSource {
+  const missing = files.filter((f) => !existsSync(join(entry.path, f)));
+  if (missing.length === 0) return { id: entry.path, dir: entry.path };
+  if (entry.repo && ctx.allowRemote) {
+    // entry.path is <modelsDir>/hub/<owner>/<name>: transformers.js's file cache keyed "<owner>/<name>/<file>"
+    // under <modelsDir>/hub writes exactly there.
+    const cacheDir = dirname(dirname(entry.path));
+    return { id: entry.repo, dir: entry.path, cacheDir };
+  }
+  throw new ModelFilesMissing(missingMessage(entry, missing, ctx.allowRemote));
+}
+
+export function missingMessage(entry: ModelEntry, missing: string[], allowRemote: boolean): string {
+  const what = `the model files ${missing.map((f) => `'${f}'`).join(", ")} are missing in ${entry.path}`;
+  if (entry.repo) {
+    return `${what}. ${
+      allowRemote ? "The download from" : "Remote downloads are off (--offline); fetch them from"
+    } ` +
+      `https://huggingface.co/${entry.repo} ` +
+      `${allowRemote ? "did not provide them" : "by starting once without --offline"} ` +
+      `or copy them into that folder.`;
+  }
+  return `${what}. Put a Hugging Face-layout model there (config.json, tokenizer files, onnx/model*.onnx)` +
+    (entry.path.includes("generated") ? " or run `deno task models:test` to generate the test models." : ".");
+}
+
+interface ProgressInfo {
+  status: string;
+  file?: string;
+  loaded?: number;
+  total?: number;
+}
+
+/**
+ * A progress_callback for transformers.js that draws one bar per downloaded file on stderr (when it is a
+ * terminal; elsewhere cli-progress stays silent), and stops them all at the end.
+ */
+export function downloadProgress(model: string): { callback: (p: ProgressInfo) => void; stop(): void } {
+  const multi = new cliProgress.MultiBar({
+    stream: process.stderr,
+    format: `${model} {file} [{bar}] {percentage}% {value_mb}/{total_mb} MB`,
+    hideCursor: true,
+    clearOnComplete: false,
+  }, cliProgress.Presets.shades_classic);
+  // deno-lint-ignore no-explicit-any
+  const bars = new Map<string, any>();
+  const mb = (n: number) => (n / 1e6).toFixed(1);
+  return {
+    callback(p) {
+      if (p.status !== "progress" || !p.file || !p.total) return;
+      let bar = bars.get(p.file);
+      if (!bar) {
+        bar = multi.create(p.total, 0, { file: p.file, value_mb: "0.0", total_mb: mb(p.total) });
+        bars.set(p.file, bar);
+      }
+      bar.update(p.loaded ?? 0, { value_mb: mb(p.loaded ?? 0), total_mb: mb(p.total) });
+    },
+    stop() {
+      multi.stop();
+    },
+  };
+}

@@ -1,0 +1,146 @@
+// Tests streaming text: the incremental decoder never emits half a UTF-8 character and its pieces always add
+// up to the full decode; the stop filter never emits a stop sequence or any part of one and returns exactly the
+// text before the first one, however the text is chunked; token bytes for logprobs.
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { IncrementalDecoder, StopFilter, TokenTexts } from "./chat_text.ts";
+
+/** A fake byte-level tokenizer: token i is the single byte i (ids >= 256 are "special", decoded to ""). */
+const lenient = new TextDecoder();
+const byteDecode = (ids: number[]) => lenient.decode(new Uint8Array(ids.filter((i) => i < 256)));
+const bytesOf = (s: string) => [...new TextEncoder().encode(s)];
+
+Deno.test("IncrementalDecoder: multi-byte characters split over tokens come out whole", () => {
+  const text = "Café 東京 🙂!";
+  const dec = new IncrementalDecoder(byteDecode);
+  const pieces = bytesOf(text).map((b) => dec.push(b));
+  pieces.push(dec.flush());
+  assert.equal(pieces.join(""), text);
+  for (const p of pieces) assert.ok(!p.includes("\uFFFD"), `broken piece ${JSON.stringify(p)}`);
+  // The emoji's four bytes produce nothing until the last one.
+  const emoji = bytesOf("🙂");
+  const d2 = new IncrementalDecoder(byteDecode);
+  assert.deepEqual(emoji.map((b) => d2.push(b)), ["", "", "", "🙂"]);
+});
+
+Deno.test("IncrementalDecoder: any UTF-8 text, any byte grouping, adds up exactly", () => {
+  fc.assert(
+    fc.property(fc.string({ unit: "grapheme", maxLength: 40 }), (text) => {
+      const dec = new IncrementalDecoder(byteDecode, [65, 66]);
+      let out = "";
+      for (const b of bytesOf(text)) {
+        const piece = dec.push(b);
+        assert.ok(!piece.includes("\uFFFD"));
+        out += piece;
+      }
+      out += dec.flush();
+      assert.equal(out, text);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("IncrementalDecoder: special tokens add nothing; a character cut off at the end is dropped", () => {
+  const dec = new IncrementalDecoder(byteDecode);
+  assert.equal(dec.push(0x41), "A");
+  assert.equal(dec.push(300), "");
+  assert.equal(dec.push(0x42), "B");
+  const [a, b] = bytesOf("é");
+  assert.equal(dec.push(a), "");
+  assert.equal(dec.flush(), "");
+  void b;
+});
+
+Deno.test("IncrementalDecoder: invalid bytes that never complete are emitted after a few tokens", () => {
+  const dec = new IncrementalDecoder(byteDecode);
+  let out = "";
+  for (let i = 0; i < 8; i++) out += dec.push(0xff);
+  assert.ok(out.length > 0);
+});
+
+Deno.test("IncrementalDecoder: context tokens shape the first token but are not emitted", () => {
+  // A decoder that strips a leading space of the sequence, like SentencePiece's.
+  const strip = (ids: number[]) => byteDecode(ids).replace(/^ /, "");
+  const dec = new IncrementalDecoder(strip, bytesOf("user:"));
+  assert.equal(dec.push(0x20) + dec.push(0x68) + dec.push(0x69), " hi");
+});
+
+function runFilter(stops: string[], chunks: string[]): { out: string[]; stopped: boolean } {
+  const f = new StopFilter(stops);
+  const out = chunks.map((c) => f.push(c));
+  if (!f.stopped) out.push(f.end());
+  return { out, stopped: f.stopped };
+}
+
+Deno.test("StopFilter: text before the stop sequence, never the sequence, across chunk boundaries", () => {
+  let r = runFilter(["END"], ["Hello E", "N", "D and more"]);
+  assert.equal(r.out.join(""), "Hello ");
+  assert.ok(r.stopped);
+  assert.deepEqual(r.out, ["Hello ", "", ""]);
+  // A false start is released once it can no longer become a stop sequence.
+  r = runFilter(["END"], ["an E", "Nd", "!"]);
+  assert.equal(r.out.join(""), "an ENd!");
+  assert.ok(!r.stopped);
+  assert.deepEqual(r.out, ["an ", "ENd", "!", ""]);
+  // The held tail is text after all when generation ends.
+  r = runFilter(["END"], ["fin E"]);
+  assert.deepEqual(r.out, ["fin ", "E"]);
+  // The earliest of several stop sequences wins.
+  assert.equal(runFilter(["bb", "a"], ["xxbba"]).out.join(""), "xx");
+  // No stop sequences: a pass-through.
+  assert.deepEqual(runFilter([], ["a", "b"]).out, ["a", "b", ""]);
+  // Empty stop strings are ignored.
+  assert.equal(runFilter([""], ["abc"]).out.join(""), "abc");
+});
+
+Deno.test("StopFilter: any text, any chunking: output is the text up to the first stop, nothing of it leaks", () => {
+  const alphabet = fc.constantFrom("a", "b", "c", "é", "\n");
+  const str = (max: number) => fc.array(alphabet, { maxLength: max }).map((a) => a.join(""));
+  fc.assert(
+    fc.property(
+      str(40),
+      fc.array(str(4).filter((s) => s.length > 0), { minLength: 1, maxLength: 4 }),
+      fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 40 }),
+      (text, stops, sizes) => {
+        const chunks: string[] = [];
+        let i = 0;
+        for (let k = 0; i < text.length; k++) {
+          const n = sizes[k % sizes.length];
+          chunks.push(text.slice(i, i + n));
+          i += n;
+        }
+        const cuts = stops.map((s) => text.indexOf(s)).filter((x) => x >= 0);
+        const expected = cuts.length ? text.slice(0, Math.min(...cuts)) : text;
+        const r = runFilter(stops, chunks);
+        assert.equal(r.out.join(""), expected);
+        assert.equal(r.stopped, cuts.length > 0);
+        // Everything emitted so far is always a prefix of the final output.
+        let soFar = "";
+        for (const piece of r.out) {
+          soFar += piece;
+          assert.ok(expected.startsWith(soFar));
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("TokenTexts: byte-level, byte-fallback and special tokens; partial UTF-8 shows as bytes", () => {
+  const vocab = new Map<number, string>([
+    [0, "Ġhello"],
+    [1, "<0xE2>"],
+    [2, "Ã©"],
+    [3, "<|im_end|>"],
+    [4, "æĿ"],
+  ]);
+  const texts = new TokenTexts((id) => vocab.get(id), () => "?", true, new Set([3]));
+  assert.deepEqual(texts.get(0), { text: " hello", bytes: bytesOf(" hello") });
+  assert.deepEqual(texts.get(1), { text: "bytes:\\xe2", bytes: [0xe2] });
+  assert.deepEqual(texts.get(2), { text: "é", bytes: bytesOf("é") });
+  assert.deepEqual(texts.get(3), { text: "<|im_end|>", bytes: bytesOf("<|im_end|>") });
+  assert.deepEqual(texts.get(4).bytes, bytesOf("東").slice(0, 2));
+  const sp = new TokenTexts((id) => (id === 0 ? "\u2581hi" : undefined), () => "x", false);
+  assert.deepEqual(sp.get(0), { text: " hi", bytes: bytesOf(" hi") });
+  assert.deepEqual(sp.get(7), { text: "x", bytes: bytesOf("x") });
+});

@@ -1,0 +1,258 @@
+// Owns one loaded whisper.cpp model: the context (loaded once), a pool of whisper states (one per concurrent
+// transcription, bounded by config), and the run of one transcription: optional VAD, whisper_full as a
+// nonblocking FFI call while the buffered segments are polled for streaming and the AbortSignal is relayed to
+// whisper's abort callback, then the results read back from the state.
+import type {
+  ModelEntry,
+  PartialSegment,
+  SpeechSpan,
+  TranscribeOptions,
+  Transcript,
+  TranscriptionEngine,
+  TranscriptSegment,
+} from "../types.ts";
+import { TRANSCRIPTION_SAMPLE_RATE as RATE } from "../types.ts";
+import { cstr, OPTIONS_SIZE, readCstr, type WhisperLib } from "./ffi.ts";
+import { Pool } from "./pool.ts";
+import { joinSpeech, type Piece, toOriginal } from "./vad_map.ts";
+import { type TimedToken, tokensToWords } from "./words.ts";
+
+interface Slot {
+  state: Deno.PointerObject;
+  vad?: { model: string; ctx: Deno.PointerObject };
+}
+
+export interface WhisperEngineOptions {
+  threads: number;
+  /** Transcriptions at once (whisper states). */
+  concurrency: number;
+  /** How often streamed segments are looked for while whisper_full runs. */
+  pollMs?: number;
+}
+
+/** whisper.cpp reports times in centiseconds. */
+const CS = 0.01;
+/** whisper.cpp's own temperature step when a decode fails its thresholds. */
+const TEMPERATURE_INC = 0.2;
+
+export class WhisperEngine implements TranscriptionEngine {
+  readonly multilingual: boolean;
+  readonly languages: ReadonlyMap<string, string>;
+  readonly backend: string;
+  readonly #pool: Pool<Slot>;
+  readonly #eot: number;
+  #disposed = false;
+
+  constructor(
+    readonly entry: ModelEntry,
+    readonly lib: WhisperLib,
+    readonly ctx: Deno.PointerObject,
+    readonly options: WhisperEngineOptions,
+  ) {
+    const w = lib.whisper;
+    this.multilingual = w.whisper_is_multilingual(ctx) !== 0;
+    const langs = new Map<string, string>();
+    for (let id = 0; id <= w.whisper_lang_max_id(); id++) {
+      langs.set(readCstr(w.whisper_lang_str(id)), readCstr(w.whisper_lang_str_full(id)));
+    }
+    this.languages = langs;
+    this.#eot = w.whisper_token_eot(ctx);
+    const type = readCstr(w.whisper_model_type_readable(ctx));
+    this.backend = `whisper.cpp ${type}${this.multilingual ? "" : ".en"}, ${options.threads} threads`;
+    this.#pool = new Pool<Slot>(options.concurrency, async () => {
+      const state = await w.whisper_init_state(ctx);
+      if (!state) throw new Error("whisper_init_state failed (out of memory?)");
+      return { state };
+    }, (slot) => {
+      if (slot.vad) w.whisper_vad_free(slot.vad.ctx);
+      w.whisper_free_state(slot.state);
+    });
+  }
+
+  async transcribe(
+    audio: Float32Array,
+    opts: TranscribeOptions,
+    signal?: AbortSignal,
+    onSegment?: (segment: PartialSegment) => void,
+  ): Promise<Transcript> {
+    const slot = await this.#pool.acquire(signal);
+    try {
+      const duration = audio.length / RATE;
+      let input = audio;
+      let pieces: Piece[] | undefined;
+      if (opts.vad) {
+        const spans = await this.#speech(slot, audio, opts.vad.model, signal);
+        const joined = joinSpeech(audio, spans, RATE);
+        if (!joined.pieces.length) return { language: this.#language(opts), duration, text: "", segments: [] };
+        input = joined.audio;
+        pieces = joined.pieces;
+      }
+      const at = (cs: number) => {
+        const t = pieces ? toOriginal(cs * CS, pieces) : cs * CS;
+        return round2(Math.min(duration, Math.max(0, t)));
+      };
+      await this.#run(slot, input, opts, at, signal, onSegment);
+      return this.#read(slot, opts, duration, at);
+    } finally {
+      this.#pool.release(slot);
+    }
+  }
+
+  async detectSpeech(audio: Float32Array, vadModel: string, signal?: AbortSignal): Promise<SpeechSpan[]> {
+    const slot = await this.#pool.acquire(signal);
+    try {
+      return await this.#speech(slot, audio, vadModel, signal);
+    } finally {
+      this.#pool.release(slot);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    await this.#pool.close();
+    this.lib.whisper.whisper_free(this.ctx);
+  }
+
+  #language(opts: TranscribeOptions): string {
+    return this.multilingual ? (opts.language ?? "en") : "en";
+  }
+
+  async #speech(slot: Slot, audio: Float32Array, model: string, signal?: AbortSignal): Promise<SpeechSpan[]> {
+    signal?.throwIfAborted();
+    if (slot.vad?.model !== model) {
+      if (slot.vad) this.lib.whisper.whisper_vad_free(slot.vad.ctx);
+      slot.vad = undefined;
+      const ctx = await this.lib.shim.wshim_vad_init(cstr(model), this.options.threads);
+      if (!ctx) throw new Error(`cannot load the VAD model ${model}`);
+      slot.vad = { model, ctx };
+    }
+    let cap = 64;
+    for (;;) {
+      const out = new Float32Array(2 * cap);
+      // -1 keeps whisper.cpp's defaults (threshold 0.5, 250 ms speech, 100 ms silence, 30 ms padding).
+      const n = await this.lib.shim.wshim_vad_segments(slot.vad.ctx, audio, audio.length, -1, -1, -1, -1, out, cap);
+      if (n < 0) throw new Error("voice activity detection failed");
+      if (n > cap) {
+        cap = n;
+        continue;
+      }
+      signal?.throwIfAborted();
+      const spans: SpeechSpan[] = [];
+      for (let i = 0; i < n; i++) spans.push({ start: round2(out[2 * i]), end: round2(out[2 * i + 1]) });
+      return spans;
+    }
+  }
+
+  async #run(
+    slot: Slot,
+    audio: Float32Array,
+    opts: TranscribeOptions,
+    at: (cs: number) => number,
+    signal: AbortSignal | undefined,
+    onSegment: ((s: PartialSegment) => void) | undefined,
+  ): Promise<void> {
+    signal?.throwIfAborted();
+    const { shim } = this.lib;
+    const o = new DataView(new ArrayBuffer(OPTIONS_SIZE));
+    o.setInt32(0, this.options.threads, true);
+    o.setInt32(4, opts.translate && this.multilingual ? 1 : 0, true);
+    o.setInt32(8, opts.wordTimestamps ? 1 : 0, true);
+    o.setInt32(12, 0, true); // timestamps on: segments need them
+    o.setFloat32(16, opts.temperature, true);
+    o.setFloat32(20, TEMPERATURE_INC, true);
+    o.setInt32(24, 0, true); // best_of: whisper.cpp's default
+    o.setInt32(28, 0, true); // greedy, as OpenAI's whisper-1 at temperature 0
+    const language = cstr(this.multilingual ? (opts.language ?? "auto") : "en");
+    const prompt = opts.prompt ? cstr(opts.prompt) : null;
+    const job = shim.wshim_job_new();
+    if (!job) throw new Error("out of memory");
+    const abort = () => shim.wshim_job_abort(job);
+    signal?.addEventListener("abort", abort, { once: true });
+    let sent = 0;
+    const text = new Uint8Array(4096);
+    const times = new BigInt64Array(2);
+    const flush = () => {
+      for (let n = shim.wshim_job_n_segments(job); sent < n; sent++) {
+        const len = shim.wshim_job_segment(job, sent, text, text.length, times);
+        if (len < 0) break;
+        const s = len < text.length ? text.subarray(0, len) : text.subarray(0, text.length - 1);
+        onSegment?.({
+          index: sent,
+          start: at(Number(times[0])),
+          end: at(Number(times[1])),
+          text: new TextDecoder().decode(s),
+        });
+      }
+    };
+    try {
+      const running = shim.wshim_full(this.ctx, slot.state, job, o, language, prompt, audio, audio.length);
+      if (onSegment) {
+        let finished = false;
+        running.finally(() => finished = true).catch(() => {});
+        while (!finished) {
+          await new Promise((r) => setTimeout(r, this.options.pollMs ?? 25));
+          flush();
+        }
+      }
+      const rc = await running;
+      if (rc === 1 || signal?.aborted) {
+        throw signal?.reason ?? new DOMException("The transcription was aborted.", "AbortError");
+      }
+      if (rc !== 0) throw new Error(`whisper_full failed with code ${rc}`);
+      flush();
+    } finally {
+      signal?.removeEventListener("abort", abort);
+      shim.wshim_job_free(job);
+    }
+  }
+
+  #read(slot: Slot, opts: TranscribeOptions, duration: number, at: (cs: number) => number): Transcript {
+    const { whisper: w, shim } = this.lib;
+    const state = slot.state;
+    const n = w.whisper_full_n_segments_from_state(state);
+    const segments: TranscriptSegment[] = [];
+    const timed: TimedToken[] = [];
+    const td = new Float64Array(8);
+    for (let i = 0; i < n; i++) {
+      const tokens: number[] = [];
+      let logprob = 0;
+      const nt = w.whisper_full_n_tokens_from_state(state, i);
+      for (let j = 0; j < nt; j++) {
+        shim.wshim_token(state, i, j, td);
+        const id = td[0];
+        tokens.push(id);
+        logprob += td[3];
+        if (opts.wordTimestamps && id < this.#eot) {
+          const text = readCstr(w.whisper_full_get_token_text_from_state(this.ctx, state, i, j));
+          timed.push({ text, start: at(td[6]), end: at(td[7]) });
+        }
+      }
+      segments.push({
+        start: at(Number(w.whisper_full_get_segment_t0_from_state(state, i))),
+        end: at(Number(w.whisper_full_get_segment_t1_from_state(state, i))),
+        text: readCstr(w.whisper_full_get_segment_text_from_state(state, i)),
+        tokens,
+        avgLogprob: nt ? logprob / nt : 0,
+        noSpeechProb: w.whisper_full_get_segment_no_speech_prob_from_state(state, i),
+        temperature: opts.temperature,
+      });
+    }
+    let language = this.#language(opts);
+    if (this.multilingual && !opts.language) {
+      const id = w.whisper_full_lang_id_from_state(state);
+      language = [...this.languages.keys()][id] ?? language;
+    }
+    return {
+      language,
+      duration,
+      text: segments.map((s) => s.text).join("").trim(),
+      segments,
+      ...(opts.wordTimestamps ? { words: tokensToWords(timed) } : {}),
+    };
+  }
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}

@@ -1,0 +1,182 @@
+// Owns which files of a hub repo a model needs: for transformers.js repos the config/tokenizer files and the
+// ONNX weights of one dtype (with their external `_data` files), for whisper.cpp repos one `ggml-*.bin`.
+// Also owns the task a repo serves and the dtype chosen when none is asked for.
+import type { Task } from "../engines/types.ts";
+import { HubError } from "./errors.ts";
+import type { HubFile, RepoInfo } from "./client.ts";
+
+/** transformers.js's file-name suffix of each dtype (DEFAULT_DTYPE_SUFFIX_MAPPING in its utils/dtypes.js). */
+export const DTYPE_SUFFIX: Readonly<Record<string, string>> = {
+  fp32: "",
+  fp16: "_fp16",
+  int8: "_int8",
+  uint8: "_uint8",
+  q8: "_quantized",
+  q4: "_q4",
+  q4f16: "_q4f16",
+  bnb4: "_bnb4",
+  q2: "_q2",
+  q2f16: "_q2f16",
+  q1: "_q1",
+  q1f16: "_q1f16",
+};
+
+/** Preferred dtypes when none is asked for: small weights for generation, full precision for embeddings. */
+const DEFAULT_ORDER: Record<"chat" | "embedding", string[]> = {
+  chat: ["q4", "q4f16", "q8", "int8", "uint8", "fp16", "fp32", "bnb4"],
+  embedding: ["fp32", "fp16", "q8", "int8", "uint8", "q4", "q4f16", "bnb4"],
+};
+
+/** Hub pipeline tags mapped to the task this server serves with them. */
+const PIPELINE_TASK: Record<string, Task> = {
+  "text-generation": "chat",
+  "text2text-generation": "chat",
+  "image-text-to-text": "chat",
+  "feature-extraction": "embedding",
+  "sentence-similarity": "embedding",
+  "automatic-speech-recognition": "transcription",
+};
+
+const GGML = /^ggml-[^/]+\.bin$/;
+/** Small files transformers.js and the engines read besides the weights. */
+const SIDE_FILE = /\.(json|txt|jinja|model|tiktoken)$/;
+/** Folders of sentence-transformers modules (1_Pooling/config.json) sit beside the weights. */
+const MODULE_DIR = /^\d+_[A-Za-z]+$/;
+
+export interface PullWish {
+  task?: Task;
+  dtype?: string;
+  /** The ggml file of a whisper.cpp repo. */
+  file?: string;
+}
+
+export interface PullPlan {
+  kind: "transformers" | "whisper";
+  task: Task;
+  /** transformers repos: the weight type chosen. */
+  dtype?: string;
+  /** whisper repos: the ggml file chosen. */
+  file?: string;
+  files: HubFile[];
+}
+
+/** Splits `onnx/<base><suffix>.onnx` into base name and dtype; undefined for other files. */
+export function onnxWeight(path: string): { base: string; dtype: string } | undefined {
+  const m = /^onnx\/([^/]+)\.onnx$/.exec(path);
+  if (!m) return undefined;
+  const stem = m[1];
+  // Longest suffix first, so `_q4f16` is not read as `_q4` plus "f16".
+  const byLength = Object.entries(DTYPE_SUFFIX).filter(([, s]) => s).sort((a, b) =>
+    b[1].length - a[1].length
+  );
+  for (const [dtype, suffix] of byLength) {
+    if (stem.endsWith(suffix) && stem.length > suffix.length) {
+      return { base: stem.slice(0, -suffix.length), dtype };
+    }
+  }
+  return { base: stem, dtype: "fp32" };
+}
+
+/** The dtypes a repo offers for its main `model` weights (any base name when there is no `model`). */
+export function availableDtypes(files: HubFile[]): string[] {
+  const weights = files.map((f) => onnxWeight(f.path)).filter((w) => w !== undefined);
+  const main = weights.some((w) => w.base === "model") ? weights.filter((w) => w.base === "model") : weights;
+  const set = new Set(main.map((w) => w.dtype));
+  return Object.keys(DTYPE_SUFFIX).filter((d) => set.has(d));
+}
+
+export function taskOfPipeline(tag: string | undefined): Task | undefined {
+  return tag ? PIPELINE_TASK[tag] : undefined;
+}
+
+function isSideFile(path: string): boolean {
+  const parts = path.split("/");
+  if (!SIDE_FILE.test(path)) return false;
+  return parts.length === 1 || (parts.length === 2 && MODULE_DIR.test(parts[0]));
+}
+
+function externalData(files: HubFile[], weight: string): HubFile[] {
+  return files.filter((f) =>
+    f.path.startsWith(`${weight}_data`) && /^_data(_\d+)?$/.test(f.path.slice(weight.length))
+  );
+}
+
+/** Decides what to download for `info` given what the user asked for; errors say what is available. */
+export function planPull(info: RepoInfo, wish: PullWish): PullPlan {
+  const hasOnnx = info.files.some((f) => onnxWeight(f.path));
+  const ggml = info.files.filter((f) => GGML.test(f.path));
+  const wantsWhisper = wish.task === "transcription" || (wish.file !== undefined && GGML.test(wish.file));
+  if (ggml.length > 0 && (wantsWhisper || !hasOnnx)) return planWhisper(info, ggml, wish);
+  if (!hasOnnx) {
+    throw new HubError(
+      `${info.repo} has neither ONNX weights under onnx/ nor ggml-*.bin files: not a model this server runs`,
+    );
+  }
+  return planTransformers(info, wish);
+}
+
+function planWhisper(info: RepoInfo, ggml: HubFile[], wish: PullWish): PullPlan {
+  if (wish.task && wish.task !== "transcription") {
+    throw new HubError(`${info.repo} holds whisper.cpp ggml files: a transcription model, not ${wish.task}`);
+  }
+  let chosen: HubFile | undefined;
+  if (wish.file) {
+    chosen = ggml.find((f) => f.path === wish.file);
+    if (!chosen) {
+      throw new HubError(`${info.repo} has no ${wish.file}; it has ${listSome(ggml.map((f) => f.path))}`);
+    }
+  } else if (ggml.length === 1) {
+    chosen = ggml[0];
+  } else {
+    throw new HubError(
+      `${info.repo} has ${ggml.length} ggml files: choose one with --file (${
+        listSome(ggml.map((f) => f.path))
+      })`,
+    );
+  }
+  return { kind: "whisper", task: "transcription", file: chosen.path, files: [chosen] };
+}
+
+function planTransformers(info: RepoInfo, wish: PullWish): PullPlan {
+  const task = wish.task ?? taskOfPipeline(info.pipelineTag);
+  if (!task) {
+    throw new HubError(
+      `cannot tell what ${info.repo} is for (hub pipeline tag: ${
+        info.pipelineTag ?? "none"
+      }): pass --task chat or --task embedding`,
+    );
+  }
+  if (task === "transcription") {
+    throw new HubError(`${info.repo} is an ONNX repo; transcription here uses whisper.cpp ggml files`);
+  }
+  const available = availableDtypes(info.files);
+  let dtype = wish.dtype;
+  if (dtype !== undefined) {
+    if (!(dtype in DTYPE_SUFFIX)) {
+      throw new HubError(`unknown dtype "${dtype}" (one of ${Object.keys(DTYPE_SUFFIX).join(", ")})`);
+    }
+    if (!available.includes(dtype)) {
+      throw new HubError(`${info.repo} has no ${dtype} weights; available: ${available.join(", ")}`);
+    }
+  } else {
+    dtype = DEFAULT_ORDER[task].find((d) => available.includes(d)) ?? available[0];
+  }
+  const weights = info.files.filter((f) => onnxWeight(f.path)?.dtype === dtype);
+  const main = weights.filter((f) => onnxWeight(f.path)!.base === "model");
+  // Encoder-decoder repos have several sessions (encoder_model, decoder_model_merged, ...): take them all.
+  const chosen = main.length > 0 ? main : weights;
+  const files = [
+    ...info.files.filter((f) => isSideFile(f.path)),
+    ...chosen.flatMap((w) => [w, ...externalData(info.files, w.path)]),
+  ];
+  if (!files.some((f) => f.path === "config.json")) {
+    throw new HubError(`${info.repo} has no config.json: not a transformers.js repo`);
+  }
+  return { kind: "transformers", task, dtype, files };
+}
+
+function listSome(names: string[]): string {
+  return names.length <= 8
+    ? names.join(", ")
+    : `${names.slice(0, 8).join(", ")}, ... (${names.length} in all)`;
+}

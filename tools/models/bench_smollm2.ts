@@ -1,0 +1,148 @@
+// Owns the SmolLM2-135M-Instruct-shaped benchmark model: the real architecture (Llama, 30 layers, hidden 576,
+// 9 heads / 3 KV heads, vocab 49152, tied embeddings) with seeded random weights, as fp32, q8 and q4 ONNX,
+// plus a 49152-entry byte-level BPE tokenizer (trained merges topped up with synthetic ones) and the chat
+// template. Its output is gibberish by design: it exists to measure speed and memory at a real size.
+import { join } from "node:path";
+import { BYTE_TOKENS, type Merge, preTokenize, trainBpe, writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
+import { SMOLLM2_CHAT_TEMPLATE } from "./chat_templates.ts";
+import { buildDecoder, decoderConfig, type DecoderShape, type DecoderWeights } from "./decoder_graph.ts";
+import { ENGLISH_WORDS, SAMPLE_TEXT } from "./english_words.ts";
+import { writeJson } from "./model_files.ts";
+import { MS_DOMAIN } from "./onnx_builder.ts";
+import { ONNX_FILE, type WeightFormat } from "./onnx_quantize.ts";
+import { Prng } from "./prng.ts";
+
+export const VERSION = "smollm2-135m-bench-1";
+
+export const SMOLLM2_SHAPE: DecoderShape = {
+  vocabSize: 49152,
+  hiddenSize: 576,
+  numLayers: 30,
+  numHeads: 9,
+  numKvHeads: 3,
+  headDim: 64,
+  intermediateSize: 1536,
+  ropeTheta: 100000,
+  rmsNormEps: 1e-5,
+  attentionBias: false,
+  tieWordEmbeddings: true,
+};
+
+/** SmolLM2's special tokens, which are its ids 0..16. */
+const SPECIALS = [
+  "<|endoftext|>",
+  "<|im_start|>",
+  "<|im_end|>",
+  "<repo_name>",
+  "<reponame>",
+  "<file_sep>",
+  "<filename>",
+  "<gh_stars>",
+  "<issue_start>",
+  "<issue_comment>",
+  "<issue_closed>",
+  "<jupyter_start>",
+  "<jupyter_text>",
+  "<jupyter_code>",
+  "<jupyter_output>",
+  "<jupyter_script>",
+  "<empty_output>",
+];
+
+/** Vocabulary of exactly `size`: specials, bytes, merges trained on the built-in text, then synthetic merges
+ * (a word-like token + one letter) until full, so the merge table is as long as a real one. */
+function smolVocab(size: number): { vocab: string[]; merges: Merge[] } {
+  const counts = new Map<string, number>();
+  for (const text of [...ENGLISH_WORDS.map((w) => ` ${w}`), SAMPLE_TEXT]) {
+    for (const c of preTokenize(text)) counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  const merges = trainBpe(counts, 2000);
+  const vocab = [...SPECIALS, ...BYTE_TOKENS];
+  const seen = new Set(vocab);
+  for (const [a, b] of merges) seen.add(a + b), vocab.push(a + b);
+  const letters = "abcdefghijklmnopqrstuvwxyz";
+  for (let i = 0; vocab.length < size; i++) {
+    const base = vocab[i];
+    if (!/^Ġ?[A-Za-z]+$/.test(base)) continue;
+    for (const c of letters) {
+      if (vocab.length >= size) break;
+      if (!seen.has(base + c)) seen.add(base + c), vocab.push(base + c), merges.push([base, c]);
+    }
+  }
+  return { vocab, merges };
+}
+
+function randomWeights(s: DecoderShape, rng: Prng): DecoderWeights {
+  const D = s.hiddenSize;
+  const qDim = s.numHeads * s.headDim;
+  const kvDim = s.numKvHeads * s.headDim;
+  const r = (n: number) => rng.uniforms(n, 0.02);
+  const ones = () => new Float32Array(D).fill(1);
+  return {
+    embed: r(s.vocabSize * D),
+    layers: Array.from({ length: s.numLayers }, () => ({
+      inputNorm: ones(),
+      q: r(D * qDim),
+      k: r(D * kvDim),
+      v: r(D * kvDim),
+      o: r(qDim * D),
+      postNorm: ones(),
+      gate: r(D * s.intermediateSize),
+      up: r(D * s.intermediateSize),
+      down: r(s.intermediateSize * D),
+    })),
+    finalNorm: ones(),
+  };
+}
+
+export async function generate(outDir: string): Promise<void> {
+  const s = SMOLLM2_SHAPE;
+  const { vocab, merges } = smolVocab(s.vocabSize);
+  await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
+  await writeByteLevelTokenizer(outDir, {
+    vocab,
+    merges,
+    added: SPECIALS.map((content) => ({ content, special: true })),
+    addedAtStart: true,
+    config: {
+      additional_special_tokens: ["<|im_start|>", "<|im_end|>"],
+      bos_token: "<|im_start|>",
+      chat_template: SMOLLM2_CHAT_TEMPLATE,
+      clean_up_tokenization_spaces: false,
+      eos_token: "<|im_end|>",
+      model_max_length: 8192,
+      pad_token: "<|im_end|>",
+      tokenizer_class: "GPT2Tokenizer",
+      unk_token: "<|endoftext|>",
+      vocab_size: s.vocabSize,
+    },
+  });
+  await writeJson(
+    outDir,
+    "config.json",
+    decoderConfig(s, "llama", {
+      attention_bias: false,
+      bos_token_id: 1,
+      eos_token_id: 2,
+      initializer_range: 0.041666666666666664,
+      is_llama_config: true,
+      max_position_embeddings: 8192,
+      mlp_bias: false,
+      pad_token_id: 2,
+      pretraining_tp: 1,
+      rope_interleaved: false,
+    }),
+  );
+  await writeJson(outDir, "generation_config.json", {
+    bos_token_id: 1,
+    eos_token_id: 2,
+    pad_token_id: 2,
+    transformers_version: "4.45.0",
+  });
+  const weights = randomWeights(s, new Prng("smollm2-135m-bench"));
+  for (const format of ["fp32", "q8", "q4"] as WeightFormat[]) {
+    await buildDecoder(s, weights, format).save(join(outDir, "onnx"), ONNX_FILE[format], {
+      extraOpsets: format === "q4" ? { [MS_DOMAIN]: 1 } : {},
+    });
+  }
+}

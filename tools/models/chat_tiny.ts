@@ -1,0 +1,94 @@
+// Owns the chat-tiny generator: a 2-layer Qwen2-architecture decoder with crafted weights (see
+// chat_tiny_weights.ts) whose greedy replies are fixed by marker words in the prompt (see chat_tiny_vocab.ts
+// and README.md), in the onnx-community folder layout, as fp32, q8 and q4 ONNX files.
+import { join } from "node:path";
+import { writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
+import { craftChatTinyWeights } from "./chat_tiny_weights.ts";
+import { ADDED_TOKENS, buildChatTinyVocab, ENDOFTEXT, IM_END, MARKER_MODES } from "./chat_tiny_vocab.ts";
+import { QWEN25_CHAT_TEMPLATE } from "./chat_templates.ts";
+import { buildDecoder, decoderConfig, type DecoderShape } from "./decoder_graph.ts";
+import { writeJson } from "./model_files.ts";
+import { ONNX_FILE, type WeightFormat } from "./onnx_quantize.ts";
+import { Prng } from "./prng.ts";
+import { MS_DOMAIN } from "./onnx_builder.ts";
+
+export const VERSION = "chat-tiny-1";
+export const CHAT_TINY_CONTEXT = 1024;
+const FORMATS: WeightFormat[] = ["fp32", "q8", "q4"];
+
+export async function generate(outDir: string): Promise<void> {
+  const v = buildChatTinyVocab();
+  await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
+  const ids = await writeByteLevelTokenizer(outDir, {
+    vocab: v.vocab,
+    merges: v.merges,
+    added: ADDED_TOKENS,
+    config: {
+      additional_special_tokens: ["<|im_start|>", "<|im_end|>"],
+      bos_token: null,
+      chat_template: QWEN25_CHAT_TEMPLATE,
+      clean_up_tokenization_spaces: false,
+      eos_token: IM_END,
+      errors: "replace",
+      model_max_length: CHAT_TINY_CONTEXT,
+      pad_token: ENDOFTEXT,
+      split_special_tokens: false,
+      tokenizer_class: "Qwen2Tokenizer",
+      unk_token: null,
+    },
+  });
+  const id = (t: string) => {
+    const i = ids.get(t);
+    if (i === undefined) throw new Error(`chat-tiny: no token ${JSON.stringify(t)}`);
+    return i;
+  };
+  const shape: DecoderShape = {
+    vocabSize: v.vocab.length + ADDED_TOKENS.length,
+    hiddenSize: 128,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 32,
+    intermediateSize: 256,
+    ropeTheta: 1e6,
+    rmsNormEps: 1e-6,
+    attentionBias: true,
+    tieWordEmbeddings: false,
+  };
+  const eos = [id(IM_END), id(ENDOFTEXT)];
+  await writeJson(
+    outDir,
+    "config.json",
+    decoderConfig(shape, "qwen2", {
+      bos_token_id: id(ENDOFTEXT),
+      eos_token_id: id(IM_END),
+      max_position_embeddings: CHAT_TINY_CONTEXT,
+      max_window_layers: shape.numLayers,
+      sliding_window: CHAT_TINY_CONTEXT,
+      use_sliding_window: false,
+    }),
+  );
+  // Greedy by default (Qwen2.5 ships sampling defaults; a test model should be predictable unless asked).
+  await writeJson(outDir, "generation_config.json", {
+    bos_token_id: id(ENDOFTEXT),
+    do_sample: false,
+    eos_token_id: eos,
+    pad_token_id: id(ENDOFTEXT),
+    transformers_version: "4.45.0",
+  });
+  const modes = MARKER_MODES.map((m) => m.mode);
+  const weights = craftChatTinyWeights(shape, {
+    markerIds: modes.map((m) => v.markers[m].map(id)),
+    scores: MARKER_MODES.map((m) => m.score),
+    chains: [...modes, "default" as const].map((m) => ({
+      ids: v.chains[m].tokens.map(id),
+      loopTo: v.chains[m].loopTo,
+    })),
+    eosId: id(IM_END),
+  }, new Prng("chat-tiny"));
+  for (const format of FORMATS) {
+    await buildDecoder(shape, weights, format).save(join(outDir, "onnx"), ONNX_FILE[format], {
+      extraOpsets: format === "q4" ? { [MS_DOMAIN]: 1 } : {},
+    });
+  }
+}
