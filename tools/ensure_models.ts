@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 
-interface Generator {
+export interface Generator {
   VERSION: string;
   generate(outDir: string): Promise<void>;
 }
@@ -19,20 +19,18 @@ const GENERATORS: Record<string, string> = {
 
 export const GENERATED_DIR = fileURLToPath(new URL("../models/generated/", import.meta.url));
 
-async function isCurrent(dir: string, version: string): Promise<boolean> {
-  try {
-    return (await Deno.readTextFile(join(dir, ".generated"))).trim() === version;
-  } catch {
-    return false;
-  }
-}
-
-export async function ensureModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
-  for (const [name, modPath] of Object.entries(GENERATORS)) {
+/** Generates each missing or stale model of `generators` into `baseDir/<name>/`. */
+export async function ensureGenerated(
+  generators: Record<string, Generator | string>,
+  baseDir: string,
+  opts: { force?: boolean; only?: string[] } = {},
+): Promise<void> {
+  for (const [name, genOrPath] of Object.entries(generators)) {
     if (opts.only && !opts.only.includes(name)) continue;
-    const gen = (await import(modPath)) as Generator;
-    const dir = join(GENERATED_DIR, name);
-    if (!opts.force && await isCurrent(dir, gen.VERSION)) continue;
+    const gen = typeof genOrPath === "string" ? (await import(genOrPath)) as Generator : genOrPath;
+    const dir = join(baseDir, name);
+    const marker = await Deno.readTextFile(join(dir, ".generated")).catch(() => "");
+    if (!opts.force && marker.trim() === gen.VERSION) continue;
     const started = performance.now();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
     await Deno.mkdir(dir, { recursive: true });
@@ -40,6 +38,10 @@ export async function ensureModels(opts: { force?: boolean; only?: string[] } = 
     await Deno.writeTextFile(join(dir, ".generated"), gen.VERSION + "\n");
     console.log(`generated ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+}
+
+export function ensureModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
+  return ensureGenerated(GENERATORS, GENERATED_DIR, opts);
 }
 
 if (import.meta.main) {

@@ -55,6 +55,7 @@ function inWorker(bytes: Uint8Array, signal?: AbortSignal): Promise<Float32Array
 
 /** Decodes an uploaded file. Throws ApiError 400 (param `file`) for empty, corrupt or unsupported audio. */
 export async function decodeAudio(bytes: Uint8Array, opts: DecodeOptions = {}): Promise<Float32Array> {
+  opts.signal?.throwIfAborted();
   if (bytes.byteLength === 0) throw ApiError.badRequest("The audio file is empty.", "file", "invalid_value");
   let first: unknown;
   try {

@@ -90,7 +90,19 @@ Deno.test("decode: empty, corrupt and non-audio bytes are 400s on `file`", async
   await assert.rejects(decodeToPcm(new Uint8Array(0)), AudioDecodeError);
 });
 
-Deno.test("decode: the worker and the in-thread path agree; ffmpeg reads what is left when installed", async () => {
+/** Sun .au, 16-bit big-endian PCM: a container the built-in decoders lack, so ffmpeg has to step in. */
+function au(rate: number, seconds: number): Uint8Array<ArrayBuffer> {
+  const n = Math.round(rate * seconds);
+  const dv = new DataView(new ArrayBuffer(24 + 2 * n));
+  [0x2e736e64, 24, 2 * n, 3, rate, 1].forEach((v, i) => dv.setUint32(4 * i, v));
+  for (let i = 0; i < n; i++) dv.setInt16(24 + 2 * i, Math.round(16000 * Math.sin(i / 5)));
+  return new Uint8Array(dv.buffer);
+}
+
+const hasFfmpeg = await new Deno.Command("ffmpeg", { args: ["-version"], stdout: "null", stderr: "null" })
+  .output().then((o) => o.success, () => false);
+
+Deno.test("decode: the worker and the in-thread path agree; an aborted request stops", async () => {
   const bytes = wav({ bits: 16, channels: 2, rate: 44100 }, 1);
   const a = await decodeAudio(bytes);
   const b = await decodeAudio(bytes, { worker: false });
@@ -98,4 +110,20 @@ Deno.test("decode: the worker and the in-thread path agree; ffmpeg reads what is
   const aborted = new AbortController();
   aborted.abort();
   await assert.rejects(decodeAudio(bytes, { signal: aborted.signal }));
+});
+
+Deno.test({
+  name: "decode: ffmpeg reads what the built-in decoders lack (.au, ADPCM wav)",
+  ignore: !hasFfmpeg,
+  fn: async () => {
+    const pcm = await decodeAudio(au(8000, 1.25));
+    assert.ok(Math.abs(pcm.length / SAMPLE_RATE - 1.25) < 0.01, `${pcm.length}`);
+    await assert.rejects(decodeAudio(au(8000, 1), { ffmpeg: false }), ApiError);
+  },
+});
+
+Deno.test("decode: WAV encodings the built-in decoder would misread are refused, not garbled", async () => {
+  const adpcm = wav({ bits: 16, channels: 1, rate: 8000 }, 0.5);
+  new DataView(adpcm.buffer).setUint16(20, 0x11, true); // IMA ADPCM
+  await assert.rejects(decodeToPcm(adpcm), /0x11 is not supported/);
 });

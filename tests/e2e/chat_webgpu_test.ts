@@ -12,7 +12,11 @@ const HELLO = "Hello from chat-tiny!";
 
 async function adapterName(): Promise<string | null> {
   // The Vulkan loader complains without a runtime dir; any writable one will do.
-  if (!Deno.env.get("XDG_RUNTIME_DIR")) Deno.env.set("XDG_RUNTIME_DIR", Deno.makeTempDirSync());
+  if (!Deno.env.get("XDG_RUNTIME_DIR")) {
+    const dir = Deno.makeTempDirSync({ prefix: "oai-xdg-" });
+    Deno.env.set("XDG_RUNTIME_DIR", dir);
+    globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
+  }
   try {
     const a = await navigator.gpu?.requestAdapter();
     return a ? a.info.description || a.info.vendor || "unknown" : null;

@@ -3,30 +3,19 @@
 // matches the generator's VERSION. Flags: --force regenerates, --only a,b picks some.
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { join } from "node:path";
+import { ensureGenerated, type Generator } from "../ensure_models.ts";
 import * as minilm from "./bench_minilm.ts";
 import * as smollm2 from "./bench_smollm2.ts";
 
 export const BENCH_DIR = fileURLToPath(new URL("../../models/generated/bench/", import.meta.url));
 
-const BENCH_MODELS: Record<string, { VERSION: string; generate(dir: string): Promise<void> }> = {
+const BENCH_MODELS: Record<string, Generator> = {
   "smollm2-135m-instruct": smollm2,
   "all-minilm-l6-v2": minilm,
 };
 
-export async function ensureBenchModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
-  for (const [name, gen] of Object.entries(BENCH_MODELS)) {
-    if (opts.only && !opts.only.includes(name)) continue;
-    const dir = join(BENCH_DIR, name);
-    const marker = await Deno.readTextFile(join(dir, ".generated")).catch(() => "");
-    if (!opts.force && marker.trim() === gen.VERSION) continue;
-    const started = performance.now();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-    await Deno.mkdir(dir, { recursive: true });
-    await gen.generate(dir);
-    await Deno.writeTextFile(join(dir, ".generated"), gen.VERSION + "\n");
-    console.log(`generated bench/${name} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  }
+export function ensureBenchModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
+  return ensureGenerated(BENCH_MODELS, BENCH_DIR, opts);
 }
 
 if (import.meta.main) {

@@ -232,7 +232,9 @@ function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
     name,
     ne,
     type: F32,
-    data: fill === undefined ? random(name, ne.reduce((x, y) => x * y), WEIGHT_STD) : new Float32Array(ne.reduce((x, y) => x * y)).fill(fill),
+    data: fill === undefined
+      ? random(name, ne.reduce((x, y) => x * y), WEIGHT_STD)
+      : new Float32Array(ne.reduce((x, y) => x * y)).fill(fill),
   });
 
   yield v("encoder.positional_embedding", [a, hp.nAudioCtx]);
@@ -356,7 +358,15 @@ export type BenchShape = "tiny.en" | "base.en";
 /** tiny.en keeps the header's hparams; base.en widens them the way OpenAI's base.en is shaped. */
 export function benchHparams(shape: BenchShape, base: Hparams): Hparams {
   if (shape === "tiny.en") return base;
-  return { ...base, nAudioState: 512, nAudioHead: 8, nAudioLayer: 6, nTextState: 512, nTextHead: 8, nTextLayer: 6 };
+  return {
+    ...base,
+    nAudioState: 512,
+    nAudioHead: 8,
+    nAudioLayer: 6,
+    nTextState: 512,
+    nTextHead: 8,
+    nTextLayer: 6,
+  };
 }
 
 /** Writes models/generated/bench/whisper-<shape>/ggml-model.bin unless current; returns its path. */
@@ -374,7 +384,10 @@ export async function generateBench(shape: BenchShape, dir = BENCH_DIR): Promise
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ args: Deno.args, options: { bench: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { bench: { type: "string" }, out: { type: "string" } },
+  });
   if (values.bench) {
     for (const shape of values.bench.split(",") as BenchShape[]) console.log(await generateBench(shape));
   } else {

@@ -3,7 +3,7 @@
 // memoized per grammar and vocabulary by the state's signature: in practice a document visits a few dozen
 // distinct states (string bodies repeat, array counts saturate), so most steps are a Map lookup.
 import { type Node, type NodeFactory } from "./nodes.ts";
-import { chainSig, completion, dedupe, feed, type Frame, initial, isComplete, K_STR, step } from "./recognizer.ts";
+import { chainSig, completion, feed, type Frame, initial, isComplete, K_STR, step } from "./recognizer.ts";
 import { type TokenTrie, VocabIndex } from "./vocab.ts";
 
 /** Allowed tokens: bit (id & 31) of word (id >>> 5). Shared from caches: never modify one. */
@@ -243,4 +243,3 @@ export class ConstrainedLogits {
 }
 
 export { VocabIndex };
-void step;

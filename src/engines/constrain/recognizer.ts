@@ -7,7 +7,7 @@
 // Strings: the body accepts any UTF-8 (tracked per byte: a token may end inside a character) except raw
 // control characters; escapes are the JSON ones. Outside strings only ASCII occurs. Whitespace between
 // tokens is capped per position (node.ws), so a model cannot loop on blanks.
-import type { LitNode, Node, ObjNode, RepNode, SeqNode } from "./nodes.ts";
+import type { ArrNode, LitNode, Node, NumNode, ObjNode, RepNode, SeqNode } from "./nodes.ts";
 import { keyTrie } from "./nodes.ts";
 import {
   N_DOT,
@@ -259,7 +259,7 @@ function stepObj(f: Frame, b: number, out: Frame[]): void {
 }
 
 function stepArr(f: Frame, b: number, out: Frame[]): void {
-  const n = f.node as import("./nodes.ts").ArrNode;
+  const n = f.node as ArrNode;
   if (WS[b]) {
     if (f.ph !== OPEN && f.b < n.ws) push(out, new Frame(K_ARR, n, f.up, f.ph, f.a, f.b + 1, 0, 0));
     return;
@@ -284,7 +284,7 @@ function stepArr(f: Frame, b: number, out: Frame[]): void {
 }
 
 /** The array frame after one more item; the count saturates where it stops mattering (cache-friendly). */
-function arrAfter(f: Frame, n: import("./nodes.ts").ArrNode): Frame {
+function arrAfter(f: Frame, n: ArrNode): Frame {
   const count = n.max === Infinity ? Math.min(f.a + 1, n.min) : f.a + 1;
   return new Frame(K_ARR, n, f.up, AFTER, count, 0, 0, 0);
 }
@@ -322,7 +322,7 @@ function stepStr(f: Frame, b: number, out: Frame[]): void {
 }
 
 function stepNum(f: Frame, b: number, out: Frame[]): void {
-  const n = f.node as import("./nodes.ts").NumNode;
+  const n = f.node as NumNode;
   const neg = f.ph >= 8, ph = f.ph & 7;
   numStep(n.spec, n, f.up!, ph, neg, f.a, f.b, f.c, f.d, b, out);
   if (numCanEnd(n.spec, ph, neg, f.a, f.c, f.d)) step(f.up!, b, out);
@@ -386,7 +386,7 @@ export function isComplete(f: Frame): boolean {
 function canEnd(f: Frame): boolean {
   switch (f.kind) {
     case K_NUM: {
-      const n = f.node as import("./nodes.ts").NumNode;
+      const n = f.node as NumNode;
       return numCanEnd(n.spec, f.ph & 7, f.ph >= 8, f.a, f.c, f.d);
     }
     case K_LIT:
@@ -518,7 +518,7 @@ function frameCompletion(f: Frame, out: number[]): void {
       return;
     }
     case K_ARR: {
-      const n = f.node as import("./nodes.ts").ArrNode;
+      const n = f.node as ArrNode;
       let have = f.a;
       if (f.ph === FIRST) {
         if (n.min === 0) {
@@ -561,7 +561,7 @@ function frameCompletion(f: Frame, out: number[]): void {
       for (let guard = 0; guard < 64 && !canEnd(cur); guard++) {
         const next: Frame[] = [];
         for (const c of "0123456789.") {
-          const n = cur.node as import("./nodes.ts").NumNode;
+          const n = cur.node as NumNode;
           numStep(n.spec, n, cur.up!, cur.ph & 7, cur.ph >= 8, cur.a, cur.b, cur.c, cur.d, c.charCodeAt(0), next);
           if (next.length) {
             out.push(c.charCodeAt(0));
