@@ -316,7 +316,10 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
     usage: usageValue,
   });
   let completionTokens = 0;
+  const Y = Deno.env.get("YIELD") ?? "none";
   for await (const ev of admitted(run)) {
+    if (Y === "stat") await Deno.stat("/");
+    else if (Y === "timeout") await new Promise((r) => setTimeout(r, 0));
     switch (ev.type) {
       case "start":
         yield chunk({

@@ -62,22 +62,46 @@ export function embeddingBatchStats(registry: Registry): { model: string; stats:
   }));
 }
 
+/** Characters per allowed token beyond which a text is first measured by a prefix (see `tokenizeText`). */
+const CHARS_PER_TOKEN_GATE = 16;
+
+function tooLong(param: string, model: string, max: number, length: string): ApiError {
+  return ApiError.badRequest(
+    `Invalid '${param}': it is ${length} tokens long, but model \`${model}\` accepts at most ${max} tokens ` +
+      `per input. Shorten or split it.`,
+    param,
+    "context_length_exceeded",
+  );
+}
+
+/**
+ * Tokenizes one text, refusing a far too long one cheaply: tokenizing megabytes blocks the event loop for
+ * seconds, so a text much longer (in characters) than the model's limit is first measured by a prefix cut at
+ * whitespace, whose tokens are a subset of the whole text's; if that prefix is already too long, so is the text.
+ */
+function tokenizeText(text: string, engine: EmbeddingEngine, model: string, param: string): number[] {
+  const gate = engine.maxTokens * CHARS_PER_TOKEN_GATE;
+  if (text.length > gate) {
+    const cut = text.slice(0, gate).search(/\s\S*$/);
+    if (cut > 0) {
+      const prefix = engine.tokenize(text.slice(0, cut)).length;
+      if (prefix > engine.maxTokens) throw tooLong(param, model, engine.maxTokens, `more than ${prefix}`);
+    }
+  }
+  return engine.tokenize(text);
+}
+
 /** The token ids of every input as the model sees them; throws the 400 that names the first bad item. */
 export function tokenizeInputs(input: EmbeddingInputs, engine: EmbeddingEngine, model: string): number[][] {
   const param = (i: number) => (input.single ? "input" : `input[${i}]`);
-  const ids = input.kind === "text" ? input.texts.map((t) => engine.tokenize(t)) : input.ids;
+  const ids = input.kind === "text"
+    ? input.texts.map((t, i) => tokenizeText(t, engine, model, param(i)))
+    : input.ids;
   ids.forEach((row, i) => {
     if (row.length === 0) {
       throw ApiError.badRequest(`Invalid '${param(i)}': it has no tokens for model \`${model}\`.`, param(i));
     }
-    if (row.length > engine.maxTokens) {
-      throw ApiError.badRequest(
-        `Invalid '${param(i)}': it is ${row.length} tokens long, but model \`${model}\` accepts at most ` +
-          `${engine.maxTokens} tokens per input. Shorten or split it.`,
-        param(i),
-        "context_length_exceeded",
-      );
-    }
+    if (row.length > engine.maxTokens) throw tooLong(param(i), model, engine.maxTokens, String(row.length));
     if (input.kind === "tokens") {
       const j = row.findIndex((id) => id >= engine.vocabSize);
       if (j >= 0) {

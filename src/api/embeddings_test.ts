@@ -11,7 +11,7 @@ import { embeddingBatchStats, toBase64 } from "./embeddings.ts";
 
 const DIMS = 4;
 
-/** Token ids: [1, one id per word (its length + 10), 2]. Vectors: [sum, count, first, 1], not normalized. */
+/** Token ids: [1, one id per whitespace-separated word (its length + 10), 2]. Vectors: [sum, count, first, 1], not normalized. */
 class FakeEngine implements EmbeddingEngine {
   readonly backend = "fake";
   readonly dimensions = DIMS;
@@ -19,9 +19,11 @@ class FakeEngine implements EmbeddingEngine {
   readonly vocabSize = 100;
   readonly normalized = false;
   calls: number[][][] = [];
+  longestTokenized = 0;
   constructor(readonly entry: ModelEntry) {}
   tokenize(text: string): number[] {
-    return [1, ...text.split(" ").map((w) => w.length + 10), 2];
+    this.longestTokenized = Math.max(this.longestTokenized, text.length);
+    return [1, ...text.split(/\s+/).filter(Boolean).map((w) => w.length + 10), 2];
   }
   async embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
     this.calls.push(inputs.map((r) => [...r]));
@@ -91,6 +93,21 @@ Deno.test("embeddings api: bad requests are refused before batching; good ones s
   const [{ stats }] = embeddingBatchStats(registry);
   assert.equal(stats.requests, 3);
   assert.equal(stats.maxInputs, 3);
+});
+
+Deno.test("embeddings api: a huge text is refused from a prefix, never tokenized whole", async () => {
+  const { post, engine } = setup();
+  await post({ model: "fake", input: "warm" });
+  const huge = "word ".repeat(200_000);
+  const res = await post({ model: "fake", input: ["ok", huge] });
+  assert.equal(res.status, 400);
+  assert.equal(res.json.error.param, "input[1]");
+  assert.match(res.json.error.message, /more than \d+ tokens/);
+  assert.ok(engine().longestTokenized < 1000, `tokenized ${engine().longestTokenized} characters`);
+  // A long but whitespace-padded text within the limit is still measured exactly and accepted.
+  const padded = await post({ model: "fake", input: `a${" ".repeat(5000)}b` });
+  assert.equal(padded.status, 200);
+  assert.equal(padded.json.usage.prompt_tokens, 4);
 });
 
 Deno.test("embeddings api: response shape, base64 bytes, dimensions", async () => {

@@ -68,7 +68,7 @@ async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<R
     vad,
   };
   ctx.note({ model: entry.id, audioSeconds: +(audio.length / 16_000).toFixed(2) });
-  if (request.stream) return await sseResponse(streamEvents(ctx, entry, engine, audio, opts), { done: false });
+  if (request.stream) return await sseResponse(stoppable(ctx, entry, engine, audio, opts), { done: false });
   const permit = await ctx.registry.queue(entry, ctx.config.transcriptionConcurrency).acquire(ctx.signal);
   let transcript;
   try {
@@ -80,15 +80,43 @@ async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<R
   return formatResponse(transcript, request.responseFormat, task, languageName);
 }
 
-/** A text delta per decoded segment, then the full text; stopping the iterator aborts the transcription. */
+type StreamEvent = TextDeltaEvent | TextDoneEvent;
+
+/**
+ * The stream's events, stoppable at any moment: an async generator only sees `return()` once its pending
+ * `next()` settles (here: when the next segment is decoded, possibly a 30 s window later), so `return()` aborts
+ * the transcription first, which settles that `next()` at once.
+ */
+function stoppable(
+  ctx: ApiContext,
+  entry: ModelEntry,
+  engine: TranscriptionEngine,
+  audio: Float32Array,
+  opts: TranscribeOptions,
+): AsyncIterableIterator<StreamEvent> {
+  const stop = new AbortController();
+  const gen = streamEvents(ctx, entry, engine, audio, opts, stop);
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    next: () => gen.next(),
+    return: (value?: unknown) => {
+      stop.abort(new DOMException("The client went away.", "AbortError"));
+      return gen.return(value as undefined);
+    },
+  };
+}
+
+/** A text delta per decoded segment, then the full text. */
 async function* streamEvents(
   ctx: ApiContext,
   entry: ModelEntry,
   engine: TranscriptionEngine,
   audio: Float32Array,
   opts: TranscribeOptions,
-): AsyncGenerator<TextDeltaEvent | TextDoneEvent> {
-  const stop = new AbortController();
+  stop: AbortController,
+): AsyncGenerator<StreamEvent> {
   const signal = AbortSignal.any([ctx.signal, stop.signal]);
   const permit = await ctx.registry.queue(entry, ctx.config.transcriptionConcurrency).acquire(signal);
   const pending: PartialSegment[] = [];
@@ -105,7 +133,7 @@ async function* streamEvents(
   running.catch(() => {}); // observed below; this only keeps an early return from leaving it unhandled
   let sent = "";
   try {
-    while (!finished || pending.length) {
+    while ((!finished || pending.length) && !stop.signal.aborted) {
       if (!pending.length) {
         await new Promise<void>((r) => wake = r);
         wake = undefined;
@@ -117,6 +145,7 @@ async function* streamEvents(
       sent += delta;
       yield { type: "transcript.text.delta", delta };
     }
+    if (stop.signal.aborted) return; // nobody is listening any more
     const transcript = await running;
     yield { type: "transcript.text.done", text: transcript.text, usage: usageOf(transcript) };
   } finally {

@@ -113,7 +113,7 @@ Deno.test("decode: the worker and the in-thread path agree; an aborted request s
 });
 
 Deno.test({
-  name: "decode: ffmpeg reads what the built-in decoders lack (.au, ADPCM wav)",
+  name: "decode: ffmpeg reads containers the built-in decoders lack (.au)",
   ignore: !hasFfmpeg,
   fn: async () => {
     const pcm = await decodeAudio(au(8000, 1.25));

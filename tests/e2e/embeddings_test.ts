@@ -230,20 +230,24 @@ Deno.test("embeddings e2e: concurrent requests are batched and each gets its own
 });
 
 Deno.test("embeddings e2e: a full queue is 429 with Retry-After; a gone client's request is dropped", async () => {
-  const s = await startTestServer({ flags: ["--embed-batch-window-ms=300", "--queue-size=1"] });
+  const s = await startTestServer({ flags: ["--embed-batch-window-ms=400", "--queue-size=1"] });
   try {
     await floats(s, "load the model first");
     const url = `${s.url}/v1/embeddings`;
     const body = JSON.stringify({ model: MODEL, input: "waits in the window" });
+    const stats = () => embeddingBatchStats(s.server.registry).find((x) => x.model === MODEL)!.stats;
+    const waiting = async () => {
+      while (stats().waiting === 0) await new Promise((r) => setTimeout(r, 5));
+    };
+
     const first = postRaw(url, body);
-    await new Promise((r) => setTimeout(r, 60));
+    await waiting(); // the first request sits in the batch window, filling the queue of 1
     const second = await postRaw(url, body);
     assert.equal(second.status, 429);
     assert.ok(Number(second.headers.get("retry-after")) >= 1);
     assert.equal(errorOf(second.json).type, "rate_limit_error");
     assert.equal((await first).status, 200);
 
-    const stats = () => embeddingBatchStats(s.server.registry).find((x) => x.model === MODEL)!.stats;
     const before = stats();
     const gone = new AbortController();
     const abandoned = fetch(url, {
@@ -252,10 +256,11 @@ Deno.test("embeddings e2e: a full queue is 429 with Retry-After; a gone client's
       signal: gone.signal,
       headers: { "content-type": "application/json" },
     });
-    await new Promise((r) => setTimeout(r, 60));
+    await waiting();
     gone.abort();
     await assert.rejects(abandoned);
-    await new Promise((r) => setTimeout(r, 400));
+    while (stats().waiting > 0) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 450)); // past the window: nothing may run for it
     const after = stats();
     assert.equal(after.dropped - before.dropped, 1);
     assert.equal(after.batches, before.batches, "nothing ran for the dropped request");

@@ -174,7 +174,7 @@ Deno.test("pull and list: the real CLI against a local hub", async (t) => {
     await t.step("Ctrl-C stops a pull cleanly (exit 130) and keeps the part for the next one", async () => {
       const dir = join(tmp, "sigint");
       const part = join(dir, "hub", "test-org", "embed-tiny", "onnx", "model.onnx.part");
-      hub.slow("onnx/model.onnx", 100_000);
+      hub.slow("onnx/model.onnx", 50_000);
       const child = new Deno.Command(Deno.execPath(), {
         args: [
           "run",

@@ -65,8 +65,9 @@ export function chainSig(f: Frame): string {
 
 // ------------------------------------------------------------------------------------------- byte classes
 
+// Space and newline only: tabs and carriage returns add nothing a model needs and invite odd loops.
 const WS = new Uint8Array(256);
-for (const c of " \n\t\r") WS[c.charCodeAt(0)] = 1;
+for (const c of " \n") WS[c.charCodeAt(0)] = 1;
 const HEX = new Uint8Array(256);
 for (const c of "0123456789abcdefABCDEF") HEX[c.charCodeAt(0)] = 1;
 const ESCAPE = new Uint8Array(256);
@@ -508,9 +509,8 @@ function frameCompletion(f: Frame, out: number[]): void {
           return;
         }
         case COLON:
-          out.push(0x3a);
-        /* falls through */
         case VALUE:
+          if (f.ph === COLON) out.push(0x3a);
           minText(f.c >= 0 ? n.props[f.c].node : n.additional!, out);
           objRest(n, f.a, false, out);
           return;

@@ -157,7 +157,10 @@ export class SchemaCompiler {
       if (structural.length === 0 && anyOf === undefined) return this.#ref(s.$ref, path);
       // $ref with constraints beside it: apply them over the referenced schema (siblings win).
       const { $ref: _, ...rest } = s;
-      return this.compile({ ...this.#resolve(s.$ref, path), ...rest }, path);
+      const target = this.#resolve(s.$ref, path);
+      if (typeof target === "boolean") return target ? this.compile(rest, path) : this.f.alt([]);
+      if (!isObject(target)) throw this.#invalid("$ref", path, `${s.$ref} is not a schema`);
+      return this.compile({ ...target, ...rest }, path);
     }
     if (anyOf !== undefined) {
       if (!Array.isArray(anyOf) || anyOf.length === 0) {
@@ -364,8 +367,10 @@ function inBounds(v: unknown, b: NumBounds): boolean {
 }
 
 /** Finishes a graph built by compilers of one factory; throws when the root has no finite document. */
-export function finish(f: NodeFactory, root: Node, ignored: SchemaIssue[], path = "#"): Grammar {
+export function finish(f: NodeFactory, root: Node, ignored: SchemaIssue[], check?: () => void): Grammar {
   finishGraph(f, (n) => shortestNumber(n.spec)?.length ?? Infinity);
+  check?.();
+  const path = "#";
   if (root.minLen === Infinity) {
     throw new SchemaError("", path, "invalid", `invalid JSON Schema at ${path}: no finite JSON document satisfies it`);
   }

@@ -78,11 +78,12 @@ export function missingMessage(
   if (entry.repo) {
     return allowRemote
       ? `${what}: they could not be downloaded from ${entry.repo}`
-      : `${what}: start the server without --offline to download them from the hub repo ${entry.repo}, ` +
-        `or put that repo's files there`;
+      : `${what}: run \`deno task pull ${entry.id}\`, or start the server once without --offline to ` +
+        `download them from the hub repo ${entry.repo}, or copy that repo's files there`;
   }
   return `${what}: put a transformers.js export of the model there (config.json, tokenizer files and ` +
-    `onnx/model*.onnx), or give the entry a "repo" to download from`;
+    `onnx/model*.onnx), or give the entry a "repo" to download from` +
+    (dir.includes("generated") ? "; the test models come from `deno task models:test`" : "");
 }
 
 function readJson(path: string): Record<string, unknown> | undefined {

@@ -26,6 +26,10 @@ export interface WhisperEngineOptions {
   threads: number;
   /** Transcriptions at once (whisper states). */
   concurrency: number;
+  /** Beam search width; 0 or 1 decodes greedily (the default, as fast as whisper.cpp gets). */
+  beamSize?: number;
+  /** Candidates sampled when a decode falls back to a higher temperature; 0 keeps whisper.cpp's 5. */
+  bestOf?: number;
   /** How often streamed segments are looked for while whisper_full runs. */
   pollMs?: number;
 }
@@ -161,8 +165,8 @@ export class WhisperEngine implements TranscriptionEngine {
     o.setInt32(12, 0, true); // timestamps on: segments need them
     o.setFloat32(16, opts.temperature, true);
     o.setFloat32(20, TEMPERATURE_INC, true);
-    o.setInt32(24, 0, true); // best_of: whisper.cpp's default
-    o.setInt32(28, 0, true); // greedy, as OpenAI's whisper-1 at temperature 0
+    o.setInt32(24, this.options.bestOf ?? 0, true);
+    o.setInt32(28, this.options.beamSize ?? 0, true);
     const language = cstr(this.multilingual ? (opts.language ?? "auto") : "en");
     const prompt = opts.prompt ? cstr(opts.prompt) : null;
     const job = shim.wshim_job_new();

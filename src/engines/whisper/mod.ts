@@ -61,6 +61,16 @@ function envInt(name: string): number | undefined {
   return Number.isInteger(v) && v > 0 ? v : undefined;
 }
 
+/** A small non-negative integer from the manifest entry's options, e.g. `"beam_size": 5`. */
+function optionInt(entry: ModelEntry, key: string): number | undefined {
+  const v = entry.options[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > 8) {
+    throw new Error(`manifest options.${key} of ${entry.id} must be an integer from 0 to 8 (whisper.cpp runs at most 8 decoders)`);
+  }
+  return v;
+}
+
 /** A loader with explicit settings (the server passes its config here). */
 export function whisperLoader(settings: WhisperSettings = {}): EngineLoader {
   return async (entry, loadCtx) => {
@@ -74,6 +84,8 @@ export function whisperLoader(settings: WhisperSettings = {}): EngineLoader {
       threads: settings.threads ?? ctx.threads,
       concurrency: settings.concurrency ?? ctx.transcriptionConcurrency ??
         envInt("OAI_TRANSCRIPTION_CONCURRENCY") ?? 1,
+      beamSize: optionInt(entry, "beam_size"),
+      bestOf: optionInt(entry, "best_of"),
     });
     return engine;
   };

@@ -1,0 +1,215 @@
+// Benchmark of POST /v1/chat/completions (streamed over HTTP, read with fetch) against the same generation
+// called in-process on the same loaded engine, in one run: time to first token and decode tokens/s, for a
+// ~128-token prompt and exactly 64 new tokens (ignore_eos), seeded sampling so both paths produce the same
+// tokens (checked). CPU, 2 threads by default. Goals: the server keeps >= 97% of in-process decode speed and
+// adds < 10 ms to time to first token. Prints a markdown table and the ratios.
+//
+//   deno run -A bench/chat_bench.ts [--model DIR] [--dtype fp32|q8|q4] [--rounds 7] [--threads 2]
+//                                   [--prompt-tokens 128] [--new-tokens 64]
+// DIR defaults to the generated SmolLM2-135M-shaped model (`deno task models:bench`), else chat-tiny.
+import { parseArgs } from "node:util";
+import { basename, dirname, join, resolve } from "node:path";
+import { parseConfig } from "../src/config.ts";
+import { createLogger } from "../src/log.ts";
+import { startServer } from "../src/server.ts";
+import { builtinLoaders } from "../src/engines/loaders.ts";
+import type { ChatEngine, ChatGenerateOptions, ChatMessage } from "../src/engines/types.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const CANDIDATES = ["models/generated/bench/smollm2-135m-instruct", "models/generated/chat-tiny"];
+
+const WORDS = (
+  "the people of the river town build small boats from old wood and paint them blue before the summer " +
+  "market where farmers sell fresh bread cheese apples honey and warm soup to travelers who arrive early"
+).split(" ");
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    model: { type: "string" },
+    dtype: { type: "string", default: "fp32" },
+    rounds: { type: "string", default: "7" },
+    threads: { type: "string", default: "2" },
+    "prompt-tokens": { type: "string", default: "128" },
+    "new-tokens": { type: "string", default: "64" },
+  },
+});
+const modelDir = resolve(
+  values.model ?? CANDIDATES.map((c) => join(ROOT, c)).find((c) => {
+    try {
+      return Deno.statSync(join(c, "config.json")).isFile;
+    } catch {
+      return false;
+    }
+  }) ?? join(ROOT, CANDIDATES.at(-1)!),
+);
+const rounds = Number(values.rounds);
+const targetPrompt = Number(values["prompt-tokens"]);
+const newTokens = Number(values["new-tokens"]);
+const SEED = 20240601;
+
+const tmp = await Deno.makeTempDir({ prefix: "chat-bench-" });
+const manifest = join(tmp, "manifest.json");
+await Deno.writeTextFile(
+  manifest,
+  JSON.stringify({
+    models: { bench: { task: "chat", path: basename(modelDir), dtype: values.dtype, device: "cpu" } },
+  }),
+);
+const { config } = parseConfig(
+  [
+    "--port=0",
+    `--models-dir=${dirname(modelDir)}`,
+    `--manifest=${manifest}`,
+    "--device=cpu",
+    `--threads=${values.threads}`,
+    "--offline",
+    "--preload=false",
+  ],
+  {},
+  ROOT,
+);
+const logs: string[] = [];
+const server = await startServer(config!, {
+  loaders: builtinLoaders(),
+  log: createLogger("json", (l) => logs.push(l)),
+});
+
+interface Timing {
+  ttft: number;
+  decodeTps: number;
+  text: string;
+}
+
+try {
+  const entry = server.registry.resolve("bench", "chat");
+  const engine = await server.registry.engine<ChatEngine>(entry);
+
+  // A user message whose templated prompt is about targetPrompt tokens.
+  let words = 8;
+  const message = (n: number) => Array.from({ length: n }, (_, i) => WORDS[(i * 7) % WORDS.length]).join(" ");
+  while (engine.prompt([{ role: "user", content: message(words) }]).ids.length < targetPrompt) words++;
+  const messages: ChatMessage[] = [{ role: "user", content: message(words) }];
+  const promptLength = engine.prompt(messages).ids.length;
+
+  const options: Omit<ChatGenerateOptions, "seed"> = {
+    n: 1,
+    maxTokens: newTokens,
+    minTokens: 0,
+    ignoreEos: true,
+    stop: [],
+    sampling: { temperature: 1, topP: 1, topK: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: new Map() },
+    logprobs: null,
+  };
+
+  /** In-process: template + tokenize + generate, timed like a client would see it. */
+  async function inProcess(): Promise<Timing> {
+    const t0 = performance.now();
+    const prompt = engine.prompt(messages);
+    let first = 0;
+    let end = 0;
+    let text = "";
+    let tokens = 0;
+    for await (const ev of engine.generate(prompt, { ...options, seed: BigInt(SEED) })) {
+      if (ev.type === "delta") {
+        first ||= performance.now();
+        text += ev.delta.content ?? "";
+      } else if (ev.type === "finish") {
+        end = performance.now();
+        tokens = ev.completionTokens;
+      }
+    }
+    if (tokens !== newTokens) throw new Error(`in-process generated ${tokens} tokens, not ${newTokens}`);
+    return { ttft: first - t0, decodeTps: (tokens - 1) / ((end - first) / 1000), text };
+  }
+
+  /** Through the server: streamed over HTTP, SSE parsed as it arrives. */
+  async function served(): Promise<Timing> {
+    const t0 = performance.now();
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "bench",
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+        max_tokens: newTokens,
+        ignore_eos: true,
+        temperature: 1,
+        top_p: 1,
+        seed: SEED,
+      }),
+    });
+    if (!res.ok) throw new Error(`server answered ${res.status}: ${await res.text()}`);
+    let first = 0;
+    let end = 0;
+    let text = "";
+    let tokens = 0;
+    let buf = "";
+    for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const data = buf.slice(6, i);
+        buf = buf.slice(i + 2);
+        if (data === "[DONE]") continue;
+        const ev = JSON.parse(data);
+        const choice = ev.choices[0];
+        if (choice?.delta?.content) {
+          first ||= performance.now();
+          text += choice.delta.content;
+        }
+        if (choice?.finish_reason) end = performance.now();
+        if (ev.usage) tokens = ev.usage.completion_tokens;
+      }
+    }
+    if (tokens !== newTokens) throw new Error(`the server generated ${tokens} tokens, not ${newTokens}`);
+    return { ttft: first - t0, decodeTps: (tokens - 1) / ((end - first) / 1000), text };
+  }
+
+  // Warm-up, and the same tokens both ways.
+  const a = await inProcess();
+  const b = await served();
+  if (a.text !== b.text) throw new Error("the server and in-process generations differ");
+
+  const runs: Record<"in-process" | "server (HTTP, streamed)", Timing[]> = {
+    "in-process": [],
+    "server (HTTP, streamed)": [],
+  };
+  // Interleaved so drift (thermal, other load) hits both alike.
+  for (let r = 0; r < rounds; r++) {
+    runs["in-process"].push(await inProcess());
+    runs["server (HTTP, streamed)"].push(await served());
+    if (Deno.env.get("BENCH_DEBUG")) console.error(runs["in-process"].at(-1)!.ttft, runs["server (HTTP, streamed)"].at(-1)!.ttft);
+  }
+  const inp = runs["in-process"];
+  const srv = runs["server (HTTP, streamed)"];
+  const decodeRatio = median(srv.map((s, r) => s.decodeTps / inp[r].decodeTps));
+  const ttftAdded = median(srv.map((s, r) => s.ttft - inp[r].ttft));
+  const lines = [
+    `Model: ${modelDir} (${engine.backend}), threads ${values.threads}, prompt ${promptLength} tokens, ` +
+    `${newTokens} new tokens (ignore_eos, seeded sampling, same tokens both ways), ${rounds} rounds.`,
+    "",
+    "| path | median TTFT ms | median decode tokens/s |",
+    "|---|---:|---:|",
+    ...Object.entries(runs).map(([name, ts]) =>
+      `| ${name} | ${median(ts.map((t) => t.ttft)).toFixed(1)} | ${median(ts.map((t) => t.decodeTps)).toFixed(1)} |`
+    ),
+    "",
+    `server / in-process decode speed: ${(decodeRatio * 100).toFixed(1)}% (goal >= 97%) ` +
+    `${decodeRatio >= 0.97 ? "met" : "NOT met"}`,
+    `TTFT added by the server: ${ttftAdded.toFixed(1)} ms (goal < 10 ms) ${ttftAdded < 10 ? "met" : "NOT met"}`,
+    "Ratios are medians of per-round figures (the two paths ran back to back in each round).",
+  ];
+  console.log(lines.join("\n"));
+} finally {
+  await server.shutdown();
+  await Deno.remove(tmp, { recursive: true }).catch(() => {});
+}

@@ -1,0 +1,129 @@
+// Benchmarks speech to text through the server against whisper.cpp's own whisper-cli, built from the same
+// source, on jfk.wav with the tiny.en- and base.en-shaped generated models, 2 threads, greedy decoding, in the
+// same run. Runs are interleaved (server, cli, server, ...) so drift on a shared machine hits both alike; medians
+// are reported. The server time is a whole HTTP request (upload, decode, resample, whisper_full, response); the
+// cli figures are its own compute time (whisper_print_timings' total minus model load, what the server does per
+// request) and its process wall time (which also loads the model every run).
+// Usage: deno run -A bench/whisper_bench.ts [--runs 5] [--threads 2] [--shapes tiny.en,base.en] [--json out.json]
+import { parseArgs } from "node:util";
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { build, CLI_PATH } from "../native/build.ts";
+import { type BenchShape, generateBench } from "../tools/models/whisper_tiny.ts";
+import { parseConfig } from "../src/config.ts";
+import { startServer } from "../src/server.ts";
+import { whisperLoader } from "../src/engines/whisper/mod.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const JFK = join(ROOT, "..", "shared", "data", "whisper", "jfk.wav");
+const AUDIO_SECONDS = 11;
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    runs: { type: "string", default: "5" },
+    threads: { type: "string", default: "2" },
+    shapes: { type: "string", default: "tiny.en,base.en" },
+    json: { type: "string" },
+  },
+});
+const RUNS = Number(values.runs), THREADS = Number(values.threads);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+async function cliRun(model: string): Promise<{ wallMs: number; computeMs: number; text: string }> {
+  const t0 = performance.now();
+  const out = await new Deno.Command(CLI_PATH, {
+    args: ["-m", model, "-f", JFK, "-t", String(THREADS), "-bs", "1", "-l", "en", "-nt"],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const wallMs = performance.now() - t0;
+  if (!out.success) throw new Error(`whisper-cli failed: ${new TextDecoder().decode(out.stderr).slice(-500)}`);
+  const log = new TextDecoder().decode(out.stderr);
+  const ms = (label: string) => Number(new RegExp(`${label} time =\\s*([\\d.]+) ms`).exec(log)?.[1] ?? NaN);
+  return { wallMs, computeMs: ms("total") - ms("load"), text: new TextDecoder().decode(out.stdout).trim() };
+}
+
+async function serverRun(url: string, wav: Uint8Array<ArrayBuffer>): Promise<{ wallMs: number; text: string }> {
+  const form = new FormData();
+  form.append("file", new Blob([wav], { type: "audio/wav" }), "jfk.wav");
+  form.append("model", "bench");
+  const t0 = performance.now();
+  const res = await fetch(`${url}/v1/audio/transcriptions`, { method: "POST", body: form });
+  const body = await res.json();
+  const wallMs = performance.now() - t0;
+  if (!res.ok) throw new Error(`server: ${res.status} ${JSON.stringify(body)}`);
+  return { wallMs, text: body.text };
+}
+
+async function benchShape(shape: BenchShape) {
+  const model = await generateBench(shape);
+  const dir = await Deno.makeTempDir({ prefix: "whisper-bench-" });
+  const manifest = join(dir, "manifest.json");
+  await Deno.writeTextFile(
+    manifest,
+    JSON.stringify({ models: { bench: { task: "transcription", path: model.slice(join(ROOT, "models").length + 1) } } }),
+  );
+  const { config } = parseConfig(
+    ["--port=0", "--offline", "--preload", `--threads=${THREADS}`, `--manifest=${manifest}`, "--log-format=json"],
+    {},
+    ROOT,
+  );
+  const quiet = { info() {}, warn() {}, error: (m: string, f?: unknown) => console.error(m, f) };
+  const server = await startServer(config!, {
+    loaders: { transcription: whisperLoader({ threads: THREADS, concurrency: 1 }) },
+    log: quiet,
+  });
+  const wav = await Deno.readFile(JFK);
+  try {
+    // Warm both: page cache, first state allocation, worker code.
+    const warm = await serverRun(server.url, wav);
+    const cliWarm = await cliRun(model);
+    const server_: number[] = [], cliCompute: number[] = [], cliWall: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      server_.push((await serverRun(server.url, wav)).wallMs);
+      const c = await cliRun(model);
+      cliCompute.push(c.computeMs);
+      cliWall.push(c.wallMs);
+    }
+    const s = median(server_), cc = median(cliCompute), cw = median(cliWall);
+    return {
+      shape,
+      runs: RUNS,
+      threads: THREADS,
+      serverMs: Math.round(s),
+      cliComputeMs: Math.round(cc),
+      cliWallMs: Math.round(cw),
+      ratioToCliCompute: +(s / cc).toFixed(3),
+      ratioToCliWall: +(s / cw).toFixed(3),
+      serverRtf: +(s / 1000 / AUDIO_SECONDS).toFixed(3),
+      cliRtf: +(cc / 1000 / AUDIO_SECONDS).toFixed(3),
+      sameText: warm.text.trim() === cliWarm.text.replace(/\s+/g, " ").trim(),
+      text: warm.text,
+    };
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+if (import.meta.main) {
+  await build({ ifMissing: true, force: false, portable: false, jobs: navigator.hardwareConcurrency || 2, cmakeArgs: [] });
+  const results = [];
+  for (const shape of values.shapes.split(",") as BenchShape[]) results.push(await benchShape(shape));
+  console.log(`\njfk.wav (${AUDIO_SECONDS} s), ${THREADS} threads, greedy, median of ${RUNS} interleaved runs\n`);
+  console.log("| model | server request | whisper-cli compute | server / cli | server RTF | cli RTF | cli process |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const r of results) {
+    console.log(
+      `| ${r.shape} | ${r.serverMs} ms | ${r.cliComputeMs} ms | ${r.ratioToCliCompute} | ${r.serverRtf} | ` +
+        `${r.cliRtf} | ${r.cliWallMs} ms |`,
+    );
+  }
+  for (const r of results) if (!r.sameText) console.log(`note: ${r.shape} transcripts differ`);
+  if (values.json) await Deno.writeTextFile(values.json, JSON.stringify(results, null, 2) + "\n");
+}

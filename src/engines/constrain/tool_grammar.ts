@@ -1,0 +1,77 @@
+// Owns the grammar of forced tool calls (tool_choice "required" or a named function): the template's markup
+// around `{"name": <an offered name>, "<argsKey>": <arguments valid against that tool's parameters>}`, one
+// call or (parallel) up to `maxCalls` separated as the template separates them. The call object is one
+// alternative per tool, so once the name is chosen only that tool's parameters are allowed.
+import { HERMES, type ToolCallFormat } from "../tools/formats.ts";
+import type { Grammar } from "./matcher.ts";
+import { type Node, NodeFactory } from "./nodes.ts";
+import { type CompileOptions, finish, memoGrammar, SchemaCompiler, SchemaError } from "./schema.ts";
+
+export interface ToolSpec {
+  name: string;
+  /** JSON Schema of the arguments; absent: no arguments (`{}`). */
+  parameters?: unknown;
+  /** Unsupported keywords in parameters are errors (true) or ignored (false, the default as in OpenAI). */
+  strict?: boolean;
+}
+
+export interface ToolGrammarOptions {
+  /** Several calls may follow one another (parallel_tool_calls). Default false. */
+  parallel?: boolean;
+  /** Most calls when parallel. Default 8. */
+  maxCalls?: number;
+  /** The template family's layout. Default Hermes/Qwen (`<tool_call>\n...\n</tool_call>`). */
+  format?: ToolCallFormat;
+  whitespace?: CompileOptions["whitespace"];
+}
+
+const NO_ARGS = { type: "object", properties: {}, additionalProperties: false };
+
+/** Throws SchemaError (with `tool` set to the tool's index) when a tool's parameters cannot be compiled. */
+export function toolCallGrammar(tools: readonly ToolSpec[], opts: ToolGrammarOptions = {}): Grammar {
+  if (tools.length === 0) throw new SchemaError("", "#", "invalid", "no tools to call");
+  const format = opts.format ?? HERMES;
+  const parallel = (opts.parallel ?? false) && format.parallel;
+  const maxCalls = parallel ? Math.max(1, opts.maxCalls ?? 8) : 1;
+  const key = `tools|${JSON.stringify({ ...opts, format, parallel, maxCalls })}|${JSON.stringify(tools)}`;
+  return memoGrammar(key, () => {
+    const f = new NodeFactory();
+    const ignored = [];
+    const calls: Node[] = [];
+    const argNodes: [number, Node][] = [];
+    const seen = new Set<string>();
+    for (const [i, t] of tools.entries()) {
+      if (seen.has(t.name)) continue;
+      seen.add(t.name);
+      const c = new SchemaCompiler(f, t.parameters ?? NO_ARGS, { strict: t.strict ?? false, whitespace: opts.whitespace });
+      let args: Node;
+      try {
+        args = c.compile(t.parameters ?? NO_ARGS);
+      } catch (e) {
+        throw e instanceof SchemaError ? e.forTool(i) : e;
+      }
+      ignored.push(...c.ignored);
+      argNodes.push([i, args]);
+      calls.push(f.obj(
+        [f.prop("name", f.lit([JSON.stringify(t.name)]), true), f.prop(format.argsKey, args, true)],
+        null,
+        opts.whitespace ?? 1,
+      ));
+    }
+    const call = calls.length === 1 ? calls[0] : f.alt(calls);
+    const seq = (parts: (string | Node)[]): Node => {
+      const items = parts.filter((p) => p !== "").map((p) => typeof p === "string" ? f.lit([p]) : p);
+      return items.length === 1 ? items[0] : f.seq(items);
+    };
+    const one = seq([format.open, call, format.close]);
+    const body = maxCalls > 1 ? f.rep(one, seq([format.sep, format.open, call, format.close]), maxCalls) : one;
+    const root = seq([format.prefix, body, format.suffix]);
+    return finish(f, root, ignored, () => {
+      for (const [i, a] of argNodes) {
+        if (a.minLen === Infinity) {
+          throw new SchemaError("", "#", "invalid", "invalid JSON Schema at #: no finite JSON document satisfies it", i);
+        }
+      }
+    });
+  });
+}
