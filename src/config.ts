@@ -30,6 +30,8 @@ export interface Config {
   transcriptionConcurrency: number;
   embedBatchWindowMs: number;
   embedBatchTokens: number;
+  idleUnloadSeconds: number;
+  memoryBudgetBytes: number;
 }
 
 type Kind = "string" | "int" | "bool" | "list" | "bytes" | "enum";
@@ -155,6 +157,24 @@ export const OPTIONS: Option[] = [
     default: "60000",
     min: 0,
     help: "How long a request waits for its model to finish loading before 503.",
+  },
+  {
+    key: "idleUnloadSeconds",
+    flag: "idle-unload-s",
+    env: "OAI_IDLE_UNLOAD_S",
+    kind: "int",
+    default: "0",
+    min: 0,
+    help: "Unload a model nobody used for this many seconds (0 = keep loaded).",
+  },
+  {
+    key: "memoryBudgetBytes",
+    flag: "memory-budget",
+    env: "OAI_MEMORY_BUDGET",
+    kind: "bytes",
+    default: "0",
+    help:
+      "Keep loaded models under this size (e.g. 8GB) by unloading the least recently used (0 = no limit).",
   },
   {
     key: "requestTimeoutMs",
@@ -302,7 +322,7 @@ function convert(opt: Option, raw: string, readFile: (p: string) => string): unk
     }
     case "bytes": {
       const n = parseBytes(raw);
-      if (n === undefined || n <= 0) throw bad("expected a size such as 25MB");
+      if (n === undefined || (n <= 0 && opt.default !== "0")) throw bad("expected a size such as 25MB");
       return n;
     }
     case "enum":

@@ -29,7 +29,12 @@ export async function startServer(config: Config, deps: ServerDeps): Promise<Run
     manifest,
     deps.loaders,
     { modelsDir: config.modelsDir, threads: config.threads, allowRemote: !config.offline, log },
-    { loadWaitMs: config.loadWaitMs, queueSize: config.queueSize },
+    {
+      loadWaitMs: config.loadWaitMs,
+      queueSize: config.queueSize,
+      idleUnloadMs: config.idleUnloadSeconds * 1000,
+      memoryBudgetBytes: config.memoryBudgetBytes,
+    },
   );
   const force = new AbortController();
   const app = createApp({

@@ -113,7 +113,9 @@ function completionBudget(
     const total = promptTokens + (requested ?? 1);
     throw ApiError.badRequest(
       `This model's maximum context length is ${contextLength} tokens. However, you requested ${total} tokens ` +
-        `(${promptTokens} in the messages, ${requested ?? 1} in the completion). Please reduce the length of ` +
+        `(${promptTokens} in the messages, ${
+          requested ?? 1
+        } in the completion). Please reduce the length of ` +
         `the messages or completion.`,
       "messages",
       "context_length_exceeded",
@@ -128,7 +130,9 @@ function logitBias(bias: Record<string, number> | null | undefined, vocabSize: n
     const id = Number(k);
     if (id >= vocabSize) {
       throw ApiError.badRequest(
-        `Invalid key in 'logit_bias': token id ${k} is outside the model's vocabulary (ids 0 to ${vocabSize - 1}).`,
+        `Invalid key in 'logit_bias': token id ${k} is outside the model's vocabulary (ids 0 to ${
+          vocabSize - 1
+        }).`,
         "logit_bias",
         "invalid_value",
       );
@@ -141,7 +145,9 @@ function logitBias(bias: Record<string, number> | null | undefined, vocabSize: n
 function text(content: ChatRequestContent | null | undefined): string | null {
   if (content == null) return null;
   if (typeof content === "string") return content;
-  return content.map((p) => String((p as Record<string, unknown>).text ?? (p as Record<string, unknown>).refusal))
+  return content.map((p) =>
+    String((p as Record<string, unknown>).text ?? (p as Record<string, unknown>).refusal)
+  )
     .join("");
 }
 
@@ -155,13 +161,17 @@ function toMessage(m: ChatRequestMessage): ChatMessage {
     name: c.function.name,
     arguments: c.function.arguments,
   }));
-  if (m.function_call) calls.push({ id: "call_0", name: m.function_call.name, arguments: m.function_call.arguments });
+  if (m.function_call) {
+    calls.push({ id: "call_0", name: m.function_call.name, arguments: m.function_call.arguments });
+  }
   if (calls.length) out.toolCalls = calls;
   if (m.tool_call_id !== undefined) out.toolCallId = m.tool_call_id;
   return out;
 }
 
-function toTool(t: { function: { name: string; description?: string; parameters?: Record<string, unknown> } }) {
+function toTool(
+  t: { function: { name: string; description?: string; parameters?: Record<string, unknown> } },
+) {
   const tool: ChatTool = { name: t.function.name };
   if (t.function.description !== undefined) tool.description = t.function.description;
   if (t.function.parameters !== undefined) tool.parameters = t.function.parameters;
@@ -302,7 +312,8 @@ async function complete(run: Run) {
  */
 async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<unknown> {
   const { reply } = run;
-  const head = `{"id":${JSON.stringify(reply.id)},"object":"chat.completion.chunk","created":${reply.created},` +
+  const head =
+    `{"id":${JSON.stringify(reply.id)},"object":"chat.completion.chunk","created":${reply.created},` +
     `"model":${JSON.stringify(reply.model)},"system_fingerprint":${JSON.stringify(reply.fingerprint)},` +
     `"choices":[{"index":`;
   const tail = `,"finish_reason":null}],"usage":null}`;
@@ -316,10 +327,7 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
     usage: usageValue,
   });
   let completionTokens = 0;
-  const Y = Deno.env.get("YIELD") ?? "none";
   for await (const ev of admitted(run)) {
-    if (Y === "stat") await Deno.stat("/");
-    else if (Y === "timeout") await new Promise((r) => setTimeout(r, 0));
     switch (ev.type) {
       case "start":
         yield chunk({
@@ -331,7 +339,9 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
         break;
       case "delta":
         if (ev.delta.toolCalls === undefined && ev.delta.content !== undefined && ev.logprobs === null) {
-          yield `${head}${ev.choice},"delta":{"content":${JSON.stringify(ev.delta.content)}},"logprobs":null${tail}`;
+          yield `${head}${ev.choice},"delta":{"content":${
+            JSON.stringify(ev.delta.content)
+          }},"logprobs":null${tail}`;
         } else {
           yield chunk({
             index: ev.choice,

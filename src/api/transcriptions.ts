@@ -26,7 +26,10 @@ export function handleTranslations(req: Request, ctx: ApiContext): Promise<Respo
 }
 
 /** The VAD model a request uses, or undefined; a request asking for VAD the server cannot do is a 400. */
-export function vadFor(request: AudioRequest, ctx: Pick<ApiContext, "config">): { model: string } | undefined {
+export function vadFor(
+  request: AudioRequest,
+  ctx: Pick<ApiContext, "config">,
+): { model: string } | undefined {
   const wanted = request.vad ?? ctx.config.vad;
   if (!wanted) return undefined;
   if (!ctx.config.vadModel) {

@@ -32,8 +32,24 @@ class FakeEngine implements TranscriptionEngine {
   ): Promise<Transcript> {
     this.calls.push({ samples: audio.length, opts });
     const segments = [
-      { start: 0, end: 0.8, text: " Guten Tag.", tokens: [1, 2], avgLogprob: -0.1, noSpeechProb: 0, temperature: 0 },
-      { start: 0.9, end: 1.4, text: " Wie geht's?", tokens: [3], avgLogprob: -0.2, noSpeechProb: 0, temperature: 0 },
+      {
+        start: 0,
+        end: 0.8,
+        text: " Guten Tag.",
+        tokens: [1, 2],
+        avgLogprob: -0.1,
+        noSpeechProb: 0,
+        temperature: 0,
+      },
+      {
+        start: 0.9,
+        end: 1.4,
+        text: " Wie geht's?",
+        tokens: [3],
+        avgLogprob: -0.2,
+        noSpeechProb: 0,
+        temperature: 0,
+      },
     ];
     for (const [index, s] of segments.entries()) {
       await new Promise((r) => setTimeout(r, this.delayMs));
@@ -65,14 +81,23 @@ function setup(flags: string[] = [], delayMs = 0) {
   const config = parseConfig(flags, {}, "/").config!;
   const log = memoryLogger();
   let engine: FakeEngine | undefined;
-  const manifest = parseManifest({
-    defaults: { transcription: "fake" },
-    aliases: { "whisper-1": "@transcription" },
-    models: { fake: { task: "transcription", path: "fake" } },
-  }, "/m", "cpu");
-  const registry = new Registry(manifest, {
-    transcription: (entry) => Promise.resolve(engine = new FakeEngine(entry, delayMs)),
-  }, { modelsDir: "/m", threads: 1, allowRemote: false, log }, { loadWaitMs: 1000, queueSize: 4 });
+  const manifest = parseManifest(
+    {
+      defaults: { transcription: "fake" },
+      aliases: { "whisper-1": "@transcription" },
+      models: { fake: { task: "transcription", path: "fake" } },
+    },
+    "/m",
+    "cpu",
+  );
+  const registry = new Registry(
+    manifest,
+    {
+      transcription: (entry) => Promise.resolve(engine = new FakeEngine(entry, delayMs)),
+    },
+    { modelsDir: "/m", threads: 1, allowRemote: false, log },
+    { loadWaitMs: 1000, queueSize: 4 },
+  );
   const handler = createApp({
     config,
     registry,
@@ -100,7 +125,11 @@ function wav(seconds = 1): Blob {
   return new Blob([dv.buffer]);
 }
 
-function post(handler: (r: Request) => Promise<Response>, fields: Record<string, string | Blob>, path = "transcriptions") {
+function post(
+  handler: (r: Request) => Promise<Response>,
+  fields: Record<string, string | Blob>,
+  path = "transcriptions",
+) {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) {
     if (v instanceof Blob) form.append(k, v, "a.wav");
@@ -113,12 +142,18 @@ Deno.test("transcriptions api: each response_format with its content type", asyn
   const { handler } = setup();
   const json = await post(handler, { file: wav(), model: "whisper-1" });
   assert.equal(json.status, 200);
-  assert.deepEqual(await json.json(), { text: "Guten Tag. Wie geht's?", usage: { type: "duration", seconds: 1 } });
+  assert.deepEqual(await json.json(), {
+    text: "Guten Tag. Wie geht's?",
+    usage: { type: "duration", seconds: 1 },
+  });
   const text = await post(handler, { file: wav(), model: "whisper-1", response_format: "text" });
   assert.match(text.headers.get("content-type")!, /^text\/plain/);
   assert.equal(await text.text(), "Guten Tag. Wie geht's?\n");
   const srt = await post(handler, { file: wav(), model: "whisper-1", response_format: "srt" });
-  assert.equal(await srt.text(), "1\n00:00:00,000 --> 00:00:00,800\nGuten Tag.\n\n2\n00:00:00,900 --> 00:00:01,400\nWie geht's?\n");
+  assert.equal(
+    await srt.text(),
+    "1\n00:00:00,000 --> 00:00:00,800\nGuten Tag.\n\n2\n00:00:00,900 --> 00:00:01,400\nWie geht's?\n",
+  );
   const vtt = await post(handler, { file: wav(), model: "whisper-1", response_format: "vtt" });
   assert.ok((await vtt.text()).startsWith("WEBVTT\n\n00:00:00.000 --> 00:00:00.800\n"));
   const verbose = await post(handler, {
@@ -155,10 +190,15 @@ Deno.test("transcriptions api: form fields reach the engine as options; translat
     vad: { model: "/models/silero.bin" },
   });
   assert.equal(engine().calls[0].samples, 16000);
-  await (await post(handler, { file: wav(), model: "whisper-1", vad: "false" }, "translations")).body?.cancel();
+  await (await post(handler, { file: wav(), model: "whisper-1", vad: "false" }, "translations")).body
+    ?.cancel();
   assert.equal(engine().calls[1].opts.translate, true);
   assert.equal(engine().calls[1].opts.vad, undefined);
-  const v = await (await post(handler, { file: wav(), model: "whisper-1", response_format: "verbose_json" }, "translations")).json();
+  const v = await (await post(
+    handler,
+    { file: wav(), model: "whisper-1", response_format: "verbose_json" },
+    "translations",
+  )).json();
   assert.equal(v.task, "translate");
 });
 

@@ -3,7 +3,13 @@ import { ApiError } from "../http/errors.ts";
 import { decodeAudio, SAMPLE_RATE } from "./decode.ts";
 import { AudioDecodeError, decodeToPcm } from "./decode_core.ts";
 
-type Format = { bits: 8 | 16 | 24 | 32; float?: boolean; channels: number; rate: number; extensible?: boolean };
+type Format = {
+  bits: 8 | 16 | 24 | 32;
+  float?: boolean;
+  channels: number;
+  rate: number;
+  extensible?: boolean;
+};
 
 /** A WAV file of a 440 Hz tone in the given sample format (written here so the test covers every width). */
 function wav(f: Format, seconds: number): Uint8Array<ArrayBuffer> {

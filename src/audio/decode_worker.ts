@@ -3,7 +3,11 @@
 /// <reference lib="deno.worker" />
 import { AudioDecodeError, decodeToPcm } from "./decode_core.ts";
 
-export type DecodeReply = { ok: true; pcm: Float32Array } | { ok: false; message: string; decodeError: boolean };
+export type DecodeReply = { ok: true; pcm: Float32Array } | {
+  ok: false;
+  message: string;
+  decodeError: boolean;
+};
 
 self.onmessage = async (e: MessageEvent<Uint8Array>) => {
   let reply: DecodeReply;

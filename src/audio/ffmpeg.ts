@@ -16,7 +16,12 @@ export async function decodeWithFfmpeg(
   args.push("-ar", String(SAMPLE_RATE), "-f", "f32le", "pipe:1");
   let child: Deno.ChildProcess;
   try {
-    child = new Deno.Command(opts.bin ?? ffmpegPath(), { args, stdin: "piped", stdout: "piped", stderr: "piped" })
+    child = new Deno.Command(opts.bin ?? ffmpegPath(), {
+      args,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    })
       .spawn();
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return undefined;

@@ -43,6 +43,9 @@ export async function resample(x: Float32Array, from: number, to = SAMPLE_RATE):
 }
 
 /** Mono and 16 kHz in one step. */
-export async function toWhisperPcm(channels: readonly Float32Array[], sampleRate: number): Promise<Float32Array> {
+export async function toWhisperPcm(
+  channels: readonly Float32Array[],
+  sampleRate: number,
+): Promise<Float32Array> {
   return await resample(toMono(channels), sampleRate);
 }

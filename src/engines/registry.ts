@@ -15,6 +15,10 @@ export class ModelFilesMissing extends Error {
 
 interface Slot {
   state: ModelState;
+  /** Last time a request asked for the engine (ms since epoch). */
+  lastUsed: number;
+  /** Bytes of the model's files, the estimate its memory is budgeted by. */
+  sizeBytes: number;
   engine?: AnyEngine;
   loading?: Promise<AnyEngine>;
   error?: string;
@@ -28,10 +32,29 @@ const RETRY_FAILED_MS = 10_000;
 export interface RegistryOptions {
   loadWaitMs: number;
   queueSize: number;
+  /** Unload a model unused for this long (0 = never). */
+  idleUnloadMs?: number;
+  /** Keep the loaded models' estimated size under this many bytes by unloading the least recently used (0 = no limit). */
+  memoryBudgetBytes?: number;
+}
+
+/** Total size of the files under a path (a folder or one file); 0 when absent. */
+export async function sizeOnDisk(path: string): Promise<number> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch {
+    return 0;
+  }
+  if (info.isFile) return info.size;
+  let total = 0;
+  for await (const e of Deno.readDir(path)) total += await sizeOnDisk(`${path}/${e.name}`);
+  return total;
 }
 
 export class Registry {
   readonly #slots = new Map<string, Slot>();
+  #sweeper?: ReturnType<typeof setInterval>;
 
   constructor(
     readonly manifest: Manifest,
@@ -39,7 +62,14 @@ export class Registry {
     readonly ctx: LoadContext,
     readonly options: RegistryOptions,
   ) {
-    for (const id of manifest.entries.keys()) this.#slots.set(id, { state: "available" });
+    for (const id of manifest.entries.keys()) {
+      this.#slots.set(id, { state: "available", lastUsed: 0, sizeBytes: 0 });
+    }
+    if (options.idleUnloadMs) {
+      const every = Math.max(1000, Math.min(60_000, options.idleUnloadMs / 4));
+      this.#sweeper = setInterval(() => void this.unloadIdle(), every);
+      Deno.unrefTimer(this.#sweeper as unknown as number);
+    }
   }
 
   list(): ModelEntry[] {
@@ -84,6 +114,7 @@ export class Registry {
   /** The engine for an entry, loading it on first use. Waits for a load in progress up to loadWaitMs. */
   async engine<T extends AnyEngine>(entry: ModelEntry, signal?: AbortSignal): Promise<T> {
     const slot = this.#slots.get(entry.id)!;
+    slot.lastUsed = Date.now();
     if (slot.state === "ready") return slot.engine as T;
     if (slot.state === "failed" && Date.now() - (slot.failedAt ?? 0) < RETRY_FAILED_MS) {
       throw this.#unavailable(entry, slot);
@@ -127,10 +158,12 @@ export class Registry {
     const started = performance.now();
     slot.loading = (async () => {
       if (!loader) throw new Error(`no engine for task ${entry.task} is built into this server`);
+      slot.sizeBytes = await sizeOnDisk(entry.path);
+      await this.#makeRoom(entry.id, slot.sizeBytes);
       return await loader(entry, this.ctx);
     })().then(
       (engine) => {
-        Object.assign(slot, { state: "ready", engine, loading: undefined });
+        Object.assign(slot, { state: "ready", engine, loading: undefined, lastUsed: Date.now() });
         this.ctx.log.info("model loaded", {
           model: entry.id,
           backend: engine.backend,
@@ -182,7 +215,56 @@ export class Registry {
     }));
   }
 
+  /** Whether a loaded model may be unloaded now: nothing queued or running, and the engine not busy. */
+  #idle(slot: Slot): boolean {
+    if (slot.state !== "ready" || !slot.engine) return false;
+    if (slot.queue && (slot.queue.active > 0 || slot.queue.waiting > 0)) return false;
+    return !slot.engine.busy?.();
+  }
+
+  async #unload(id: string, slot: Slot, why: string): Promise<void> {
+    const engine = slot.engine!;
+    Object.assign(slot, { state: "available", engine: undefined });
+    this.ctx.log.info("model unloaded", { model: id, why });
+    await engine.dispose().catch((e) => this.ctx.log.warn("dispose failed", { model: id, error: String(e) }));
+  }
+
+  /** Unloads models unused for longer than the idle limit. */
+  async unloadIdle(now = Date.now()): Promise<void> {
+    const limit = this.options.idleUnloadMs;
+    if (!limit) return;
+    for (const [id, slot] of this.#slots) {
+      if (this.#idle(slot) && now - slot.lastUsed >= limit) await this.#unload(id, slot, "idle");
+    }
+  }
+
+  /** Unloads least-recently-used idle models until `bytes` more fit in the memory budget. */
+  async #makeRoom(forId: string, bytes: number): Promise<void> {
+    const budget = this.options.memoryBudgetBytes;
+    if (!budget) return;
+    const loaded = () =>
+      [...this.#slots].filter(([id, s]) => id !== forId && (s.state === "ready" || s.state === "loading"));
+    let used = loaded().reduce((n, [, s]) => n + s.sizeBytes, 0);
+    const candidates = loaded().filter(([, s]) => this.#idle(s)).sort((a, b) =>
+      a[1].lastUsed - b[1].lastUsed
+    );
+    for (const [id, slot] of candidates) {
+      if (used + bytes <= budget) break;
+      used -= slot.sizeBytes;
+      await this.#unload(id, slot, "memory budget");
+    }
+    if (used + bytes > budget) {
+      this.ctx.log.warn("memory budget exceeded: every loaded model is busy", {
+        model: forId,
+        budget,
+        used,
+        bytes,
+      });
+    }
+  }
+
   async dispose(): Promise<void> {
+    clearInterval(this.#sweeper);
     for (const slot of this.#slots.values()) {
       if (slot.engine) await slot.engine.dispose().catch(() => {});
       slot.engine = undefined;

@@ -16,7 +16,7 @@ const manifest = parseManifest(
 );
 
 function fakeEngine(entry: ModelEntry): AnyEngine {
-  return { entry, backend: "fake", contextLength: 8, dispose: () => Promise.resolve() };
+  return { entry, backend: "fake", dispose: () => Promise.resolve() } as unknown as AnyEngine;
 }
 
 function registry(chat: EngineLoader, loadWaitMs = 1000) {
@@ -75,4 +75,58 @@ Deno.test("registry: missing files and failed loads are 503 with the reason; loa
     assert.equal(e.headers["retry-after"], "5");
     return true;
   });
+});
+
+Deno.test("registry: idle models unload; the memory budget evicts the least recently used", async () => {
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(`${dir}/c`);
+  await Deno.mkdir(`${dir}/d`);
+  await Deno.writeFile(`${dir}/c/w.bin`, new Uint8Array(600));
+  await Deno.writeFile(`${dir}/d/w.bin`, new Uint8Array(600));
+  const m = parseManifest(
+    { models: { c: { task: "chat", path: "c" }, d: { task: "chat", path: "d" } } },
+    dir,
+    "cpu",
+  );
+  const disposed: string[] = [];
+  const log = memoryLogger();
+  const r = new Registry(
+    m,
+    {
+      chat: (e) =>
+        Promise.resolve({ ...fakeEngine(e), dispose: () => (disposed.push(e.id), Promise.resolve()) }),
+    },
+    { modelsDir: dir, threads: 1, allowRemote: false, log },
+    {
+      loadWaitMs: 1000,
+      queueSize: 2,
+      idleUnloadMs: 60_000,
+      memoryBudgetBytes: 1000,
+    },
+  );
+  try {
+    await r.engine(r.resolve("c", "chat"));
+    assert.equal(r.state("c"), "ready");
+    // A running request keeps the model loaded however old its last use.
+    const permit = await r.queue(r.resolve("c", "chat")).acquire();
+    await r.unloadIdle(Date.now() + 120_000);
+    assert.equal(r.state("c"), "ready");
+    permit.release();
+    // Loading d (600 B) next to c (600 B) passes the 1000 B budget: c, idle and least recent, goes.
+    await r.engine(r.resolve("d", "chat"));
+    assert.deepEqual(disposed, ["c"]);
+    assert.equal(r.state("c"), "available");
+    assert.equal(r.state("d"), "ready");
+    await r.unloadIdle(Date.now() + 1000);
+    assert.equal(r.state("d"), "ready", "not idle long enough");
+    await r.unloadIdle(Date.now() + 120_000);
+    assert.equal(r.state("d"), "available");
+    assert.deepEqual(disposed, ["c", "d"]);
+    // An unloaded model loads again on its next use.
+    await r.engine(r.resolve("c", "chat"));
+    assert.equal(r.state("c"), "ready");
+  } finally {
+    await r.dispose();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

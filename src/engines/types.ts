@@ -43,6 +43,8 @@ export interface Engine {
   readonly entry: ModelEntry;
   /** Human-readable description of where it runs (e.g. "webgpu (llvmpipe) q4f16", "cpu fp32"). */
   readonly backend: string;
+  /** True while work is in flight outside the model's queue (e.g. a batcher); the registry never unloads a busy engine. */
+  busy?(): boolean;
   dispose(): Promise<void>;
 }
 

@@ -12,23 +12,25 @@ function missing(ctx: Ctx, path: (string | number)[]): void {
 }
 
 /** `{type: "text", text}`; other part types are refused with the part's `type` as the param. */
-const ContentPart = z.looseObject({ type: z.string(), text: z.unknown().optional() }).superRefine((p, ctx) => {
-  if (p.type === "text" || p.type === "refusal") {
-    const key = p.type === "text" ? "text" : "refusal";
-    const v = (p as Record<string, unknown>)[key];
-    if (typeof v !== "string") {
-      ctx.addIssue({ code: "invalid_type", expected: "string" as never, input: v, path: [key] });
+const ContentPart = z.looseObject({ type: z.string(), text: z.unknown().optional() }).superRefine(
+  (p, ctx) => {
+    if (p.type === "text" || p.type === "refusal") {
+      const key = p.type === "text" ? "text" : "refusal";
+      const v = (p as Record<string, unknown>)[key];
+      if (typeof v !== "string") {
+        ctx.addIssue({ code: "invalid_type", expected: "string" as never, input: v, path: [key] });
+      }
+      return;
     }
-    return;
-  }
-  ctx.addIssue({
-    code: "custom",
-    path: ["type"],
-    message: p.type === "image_url" || p.type === "input_audio" || p.type === "file"
-      ? `content parts of type '${p.type}' are not supported: this server's chat models take text only.`
-      : `expected 'text', but got '${p.type}'.`,
-  });
-});
+    ctx.addIssue({
+      code: "custom",
+      path: ["type"],
+      message: p.type === "image_url" || p.type === "input_audio" || p.type === "file"
+        ? `content parts of type '${p.type}' are not supported: this server's chat models take text only.`
+        : `expected 'text', but got '${p.type}'.`,
+    });
+  },
+);
 
 const Content = z.union([z.string(), z.array(ContentPart)]);
 
@@ -53,7 +55,9 @@ const Message = z.looseObject({
   switch (m.role) {
     case "assistant":
       // An assistant turn may carry only tool calls.
-      if (!hasContent && !m.tool_calls?.length && !m.function_call && m.refusal == null) missing(ctx, ["content"]);
+      if (!hasContent && !m.tool_calls?.length && !m.function_call && m.refusal == null) {
+        missing(ctx, ["content"]);
+      }
       return;
     case "tool":
       if (!hasContent) missing(ctx, ["content"]);

@@ -27,7 +27,10 @@ const BoolField = z.string().transform((s, ctx) => {
 const Temperature = z.string().transform((s, ctx) => {
   const n = s.trim() === "" ? NaN : Number(s);
   if (!Number.isFinite(n) || n < 0 || n > 1) {
-    ctx.addIssue({ code: "custom", message: `expected a number between 0 and 1, but got ${JSON.stringify(s)}.` });
+    ctx.addIssue({
+      code: "custom",
+      message: `expected a number between 0 and 1, but got ${JSON.stringify(s)}.`,
+    });
     return z.NEVER;
   }
   return n;

@@ -19,7 +19,11 @@ function form(fields: Record<string, string | string[]>, file = true): FormData 
   return f;
 }
 
-function err(fields: Record<string, string | string[]>, task: "transcribe" | "translate" = "transcribe", file = true) {
+function err(
+  fields: Record<string, string | string[]>,
+  task: "transcribe" | "translate" = "transcribe",
+  file = true,
+) {
   try {
     parseAudioForm(form(fields, file), task);
   } catch (e) {
@@ -55,7 +59,10 @@ Deno.test("audio form: defaults, strings parsed to numbers and booleans, both sp
     [full.language, full.prompt, full.temperature, full.words, full.stream, full.vad],
     ["de", "Hallo", 0.4, true, true, false],
   );
-  const bare = parseAudioForm(form({ model: "m", response_format: "verbose_json", timestamp_granularities: "word" }), "transcribe");
+  const bare = parseAudioForm(
+    form({ model: "m", response_format: "verbose_json", timestamp_granularities: "word" }),
+    "transcribe",
+  );
   assert.equal(bare.words, true);
   assert.deepEqual(formToObject(form({ a: ["1", "2"], "b[]": "x" }, false)), { a: "1", b: ["x"] });
 });
@@ -89,8 +96,24 @@ const T: Transcript = {
   duration: 4.2,
   text: "Hello there. General Kenobi!",
   segments: [
-    { start: 0, end: 1.5, text: " Hello there.", tokens: [50363, 15496, 612, 13, 50438], avgLogprob: -0.2, noSpeechProb: 0.01, temperature: 0 },
-    { start: 62.25, end: 3725.5, text: " General\n\nKenobi! -->", tokens: [1], avgLogprob: -0.3, noSpeechProb: 0.02, temperature: 0 },
+    {
+      start: 0,
+      end: 1.5,
+      text: " Hello there.",
+      tokens: [50363, 15496, 612, 13, 50438],
+      avgLogprob: -0.2,
+      noSpeechProb: 0.01,
+      temperature: 0,
+    },
+    {
+      start: 62.25,
+      end: 3725.5,
+      text: " General\n\nKenobi! -->",
+      tokens: [1],
+      avgLogprob: -0.3,
+      noSpeechProb: 0.02,
+      temperature: 0,
+    },
   ],
   words: [{ word: "Hello", start: 0, end: 0.5 }],
 };
@@ -114,7 +137,16 @@ Deno.test("verbose_json: OpenAI's fields, usage in whole seconds", () => {
   assert.equal(v.task, "transcribe");
   assert.equal(v.language, "english");
   assert.deepEqual(Object.keys(v.segments[0]), [
-    "id", "seek", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob",
+    "id",
+    "seek",
+    "start",
+    "end",
+    "text",
+    "tokens",
+    "temperature",
+    "avg_logprob",
+    "compression_ratio",
+    "no_speech_prob",
   ]);
   assert.equal(v.segments[1].seek, 6000);
   assert.deepEqual(v.words, [{ word: "Hello", start: 0, end: 0.5 }]);

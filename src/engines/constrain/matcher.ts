@@ -133,7 +133,7 @@ function stackMask(top: Frame, ix: VocabIndex): TokenMask {
     mask.set(ix.plain[top.a]);
     walk(ix.special, 0, [top], mask, 0);
   } else walk(ix.full, 0, [top], mask, 0);
-  if (isComplete(top)) for (const id of ix.eos) mask[id >>> 5] |= 1 << (id & 31);
+  if (isComplete(top)) { for (const id of ix.eos) mask[id >>> 5] |= 1 << (id & 31); }
   return mask;
 }
 

@@ -97,7 +97,16 @@ export class NodeFactory {
   }
 
   obj(props: Prop[], additional: Node | null, ws: number): ObjNode {
-    return this.#add({ kind: "obj", id: this.nextId, minLen: Infinity, props, additional, ws, closable: [], keyTries: [] });
+    return this.#add({
+      kind: "obj",
+      id: this.nextId,
+      minLen: Infinity,
+      props,
+      additional,
+      ws,
+      closable: [],
+      keyTries: [],
+    });
   }
 
   arr(items: Node, min: number, max: number, ws: number): ArrNode {

@@ -52,7 +52,15 @@ export function numSpec(integer: boolean, bounds: NumBounds, intDigits = 15, fra
 }
 
 /** Whether some completion of this prefix (itself included) is a number within the bounds and caps. */
-export function numFeasible(s: NumSpec, ph: number, neg: boolean, iv: number, ic: number, fv: number, fc: number): boolean {
+export function numFeasible(
+  s: NumSpec,
+  ph: number,
+  neg: boolean,
+  iv: number,
+  ic: number,
+  fv: number,
+  fc: number,
+): boolean {
   if (s.lo === null && s.hi === null) return true;
   const g = POW10[s.fracDigits];
   switch (ph) {

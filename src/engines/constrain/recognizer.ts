@@ -22,7 +22,15 @@ import {
   shortestNumber,
 } from "./numbers.ts";
 
-export const K_END = 0, K_VAL = 1, K_OBJ = 2, K_ARR = 3, K_STR = 4, K_NUM = 5, K_LIT = 6, K_SEQ = 7, K_REP = 8;
+export const K_END = 0,
+  K_VAL = 1,
+  K_OBJ = 2,
+  K_ARR = 3,
+  K_STR = 4,
+  K_NUM = 5,
+  K_LIT = 6,
+  K_SEQ = 7,
+  K_REP = 8;
 
 // Object phases (ARR reuses OPEN/FIRST/AFTER/COMMA).
 const OPEN = 0, FIRST = 1, KEY = 2, COLON = 3, VALUE = 4, AFTER = 5, COMMA = 6;
@@ -488,7 +496,9 @@ function frameCompletion(f: Frame, out: number[]): void {
           let j = f.a;
           if (n.closable[f.a]) {
             for (let k = f.a; k < n.props.length; k++) {
-              if (n.props[k].node.minLen < n.props[j].node.minLen || n.props[j].node.minLen === Infinity) j = k;
+              if (n.props[k].node.minLen < n.props[j].node.minLen || n.props[j].node.minLen === Infinity) {
+                j = k;
+              }
             }
           } else while (!n.props[j].required) j++;
           out.push(0x22, ...n.props[j].keyTail, 0x3a);
@@ -541,7 +551,7 @@ function frameCompletion(f: Frame, out: number[]): void {
     case K_STR: {
       if (f.ph === 0) out.push(0x22);
       else if (f.b === 1) out.push(0x6e); // \n
-      else if (f.b >= 2) for (let i = f.b; i <= 5; i++) out.push(0x30);
+      else if (f.b >= 2) { for (let i = f.b; i <= 5; i++) out.push(0x30); }
       else {
         // Finish the character with the smallest continuation bytes its state allows.
         for (let u = f.a; u !== 0;) {
@@ -562,7 +572,19 @@ function frameCompletion(f: Frame, out: number[]): void {
         const next: Frame[] = [];
         for (const c of "0123456789.") {
           const n = cur.node as NumNode;
-          numStep(n.spec, n, cur.up!, cur.ph & 7, cur.ph >= 8, cur.a, cur.b, cur.c, cur.d, c.charCodeAt(0), next);
+          numStep(
+            n.spec,
+            n,
+            cur.up!,
+            cur.ph & 7,
+            cur.ph >= 8,
+            cur.a,
+            cur.b,
+            cur.c,
+            cur.d,
+            c.charCodeAt(0),
+            next,
+          );
           if (next.length) {
             out.push(c.charCodeAt(0));
             break;

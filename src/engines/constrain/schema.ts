@@ -78,7 +78,9 @@ const ANNOTATIONS = new Set([
   "writeOnly",
 ]);
 /** Keywords that constrain a value besides anyOf/$ref themselves (used to spot combinations). */
-const STRUCTURAL = new Set([...SUPPORTED].filter((k) => !["$defs", "definitions", "anyOf", "$ref"].includes(k)));
+const STRUCTURAL = new Set(
+  [...SUPPORTED].filter((k) => !["$defs", "definitions", "anyOf", "$ref"].includes(k)),
+);
 const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
 
 type Schema = Record<string, unknown>;
@@ -145,7 +147,9 @@ export class SchemaCompiler {
           k,
           path,
           "unsupported",
-          `unsupported JSON Schema keyword "${k}" at ${path}; strict mode supports ${[...SUPPORTED].join(", ")}`,
+          `unsupported JSON Schema keyword "${k}" at ${path}; strict mode supports ${
+            [...SUPPORTED].join(", ")
+          }`,
         );
       }
       if (k === "oneOf" && anyOf === undefined) anyOf = s.oneOf; // best effort: generate one of them
@@ -196,9 +200,13 @@ export class SchemaCompiler {
           throw this.#invalid("enum", path, "enum must be a non-empty array");
         }
         values = s.enum;
-        if (s.const !== undefined) values = values.filter((v) => JSON.stringify(v) === JSON.stringify(s.const));
+        if (s.const !== undefined) {
+          values = values.filter((v) => JSON.stringify(v) === JSON.stringify(s.const));
+        }
       } else values = [s.const];
-      values = values.filter((v) => (types.length === 0 || types.some((t) => hasType(v, t))) && inBounds(v, bounds));
+      values = values.filter((v) =>
+        (types.length === 0 || types.some((t) => hasType(v, t))) && inBounds(v, bounds)
+      );
       // No value left: an empty literal, which can never complete (pruned, or an error at the root).
       return this.f.lit(values.map((v) => JSON.stringify(v)));
     }
@@ -206,8 +214,9 @@ export class SchemaCompiler {
     if (types.length === 0) {
       if (s.properties !== undefined || s.required !== undefined || s.additionalProperties !== undefined) {
         types = ["object"];
-      } else if (s.items !== undefined || s.minItems !== undefined || s.maxItems !== undefined) types = ["array"];
-      else if (Object.keys(bounds).length > 0) types = ["number"];
+      } else if (s.items !== undefined || s.minItems !== undefined || s.maxItems !== undefined) {
+        types = ["array"];
+      } else if (Object.keys(bounds).length > 0) types = ["number"];
       else return this.any();
     }
     const nodes = [...new Set(types)].map((t) => this.#ofType(s, t, bounds, path));
@@ -252,13 +261,19 @@ export class SchemaCompiler {
         const req = new Set(required as string[]);
         const ap = s.additionalProperties;
         if (ap !== undefined && typeof ap !== "boolean" && !isObject(ap)) {
-          throw this.#invalid("additionalProperties", path, "additionalProperties must be a boolean or a schema");
+          throw this.#invalid(
+            "additionalProperties",
+            path,
+            "additionalProperties must be a boolean or a schema",
+          );
         }
         const props: Prop[] = [];
         const declared = new Set<string>();
         for (const [name, ps] of Object.entries(s.properties ?? {})) {
           declared.add(name);
-          props.push(f.prop(name, this.compile(ps, `${path}/properties/${pointerToken(name)}`), req.has(name)));
+          props.push(
+            f.prop(name, this.compile(ps, `${path}/properties/${pointerToken(name)}`), req.has(name)),
+          );
         }
         for (const name of req) {
           if (declared.has(name)) continue;
@@ -299,7 +314,9 @@ export class SchemaCompiler {
         if (v && typeof base === "number") b[k] = base;
         continue;
       }
-      if (typeof v !== "number" || !Number.isFinite(v)) throw this.#invalid(k, path, `${k} must be a finite number`);
+      if (typeof v !== "number" || !Number.isFinite(v)) {
+        throw this.#invalid(k, path, `${k} must be a finite number`);
+      }
       b[k] = v;
     }
     if (s.exclusiveMinimum === true) delete b.minimum;
@@ -308,7 +325,9 @@ export class SchemaCompiler {
   }
 
   #resolve(ref: string, path: string): unknown {
-    if (!ref.startsWith("#")) throw this.#invalid("$ref", path, `only local references ("#...") are supported: ${ref}`);
+    if (!ref.startsWith("#")) {
+      throw this.#invalid("$ref", path, `only local references ("#...") are supported: ${ref}`);
+    }
     let target: unknown = this.root;
     const body = ref.slice(1);
     if (body !== "") {
@@ -372,7 +391,12 @@ export function finish(f: NodeFactory, root: Node, ignored: SchemaIssue[], check
   check?.();
   const path = "#";
   if (root.minLen === Infinity) {
-    throw new SchemaError("", path, "invalid", `invalid JSON Schema at ${path}: no finite JSON document satisfies it`);
+    throw new SchemaError(
+      "",
+      path,
+      "invalid",
+      `invalid JSON Schema at ${path}: no finite JSON document satisfies it`,
+    );
   }
   return Grammar.fromFactory(root, f, ignored);
 }

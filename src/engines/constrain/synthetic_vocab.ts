@@ -143,7 +143,36 @@ export function syntheticVocab(size = 49152, seed = 7): SyntheticVocab {
   for (let i = 0; i < 100; i++) addText(String(i).padStart(2, "0"));
   for (let i = 0; i < 200; i++) addText(" " + String(i));
 
-  const onsets = ["", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "qu", "r", "s", "t", "v", "w", "z", "ch", "sh", "th", "st", "tr", "pl", "gr", "br"];
+  const onsets = [
+    "",
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "qu",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "z",
+    "ch",
+    "sh",
+    "th",
+    "st",
+    "tr",
+    "pl",
+    "gr",
+    "br",
+  ];
   const vowels = ["a", "e", "i", "o", "u", "ai", "ea", "ou", "io", "y"];
   const codas = ["", "", "n", "r", "s", "t", "l", "m", "nd", "ng", "st", "ck", "x"];
   const word = () => {
@@ -152,7 +181,46 @@ export function syntheticVocab(size = 49152, seed = 7): SyntheticVocab {
     for (let i = 0; i < syl; i++) w += pick(onsets) + pick(vowels) + pick(codas);
     return w;
   };
-  const unicode = ["é", "è", "ü", "ö", "ñ", "ç", "ß", "ø", "å", "€", "£", "—", "–", "…", "“", "”", "’", "中", "文", "日", "本", "語", "한", "국", "ñ", "Ω", "π", "😀", "🚀", "👍", "🎉", "→", "✓", "あ", "い", "д", "ж", "я"];
+  const unicode = [
+    "é",
+    "è",
+    "ü",
+    "ö",
+    "ñ",
+    "ç",
+    "ß",
+    "ø",
+    "å",
+    "€",
+    "£",
+    "—",
+    "–",
+    "…",
+    "“",
+    "”",
+    "’",
+    "中",
+    "文",
+    "日",
+    "本",
+    "語",
+    "한",
+    "국",
+    "ñ",
+    "Ω",
+    "π",
+    "😀",
+    "🚀",
+    "👍",
+    "🎉",
+    "→",
+    "✓",
+    "あ",
+    "い",
+    "д",
+    "ж",
+    "я",
+  ];
   const unicodeBytes = unicode.map((u) => encoder.encode(u));
   for (const u of unicode) {
     addText(u);

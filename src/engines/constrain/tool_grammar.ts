@@ -43,7 +43,10 @@ export function toolCallGrammar(tools: readonly ToolSpec[], opts: ToolGrammarOpt
     for (const [i, t] of tools.entries()) {
       if (seen.has(t.name)) continue;
       seen.add(t.name);
-      const c = new SchemaCompiler(f, t.parameters ?? NO_ARGS, { strict: t.strict ?? false, whitespace: opts.whitespace });
+      const c = new SchemaCompiler(f, t.parameters ?? NO_ARGS, {
+        strict: t.strict ?? false,
+        whitespace: opts.whitespace,
+      });
       let args: Node;
       try {
         args = c.compile(t.parameters ?? NO_ARGS);
@@ -64,12 +67,20 @@ export function toolCallGrammar(tools: readonly ToolSpec[], opts: ToolGrammarOpt
       return items.length === 1 ? items[0] : f.seq(items);
     };
     const one = seq([format.open, call, format.close]);
-    const body = maxCalls > 1 ? f.rep(one, seq([format.sep, format.open, call, format.close]), maxCalls) : one;
+    const body = maxCalls > 1
+      ? f.rep(one, seq([format.sep, format.open, call, format.close]), maxCalls)
+      : one;
     const root = seq([format.prefix, body, format.suffix]);
     return finish(f, root, ignored, () => {
       for (const [i, a] of argNodes) {
         if (a.minLen === Infinity) {
-          throw new SchemaError("", "#", "invalid", "invalid JSON Schema at #: no finite JSON document satisfies it", i);
+          throw new SchemaError(
+            "",
+            "#",
+            "invalid",
+            "invalid JSON Schema at #: no finite JSON document satisfies it",
+            i,
+          );
         }
       }
     });

@@ -87,7 +87,9 @@ export class WhisperEngine implements TranscriptionEngine {
       if (opts.vad) {
         const spans = await this.#speech(slot, audio, opts.vad.model, signal);
         const joined = joinSpeech(audio, spans, RATE);
-        if (!joined.pieces.length) return { language: this.#language(opts), duration, text: "", segments: [] };
+        if (!joined.pieces.length) {
+          return { language: this.#language(opts), duration, text: "", segments: [] };
+        }
         input = joined.audio;
         pieces = joined.pieces;
       }
@@ -135,7 +137,17 @@ export class WhisperEngine implements TranscriptionEngine {
     for (;;) {
       const out = new Float32Array(2 * cap);
       // -1 keeps whisper.cpp's defaults (threshold 0.5, 250 ms speech, 100 ms silence, 30 ms padding).
-      const n = await this.lib.shim.wshim_vad_segments(slot.vad.ctx, audio, audio.length, -1, -1, -1, -1, out, cap);
+      const n = await this.lib.shim.wshim_vad_segments(
+        slot.vad.ctx,
+        audio,
+        audio.length,
+        -1,
+        -1,
+        -1,
+        -1,
+        out,
+        cap,
+      );
       if (n < 0) throw new Error("voice activity detection failed");
       if (n > cap) {
         cap = n;

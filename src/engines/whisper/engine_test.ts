@@ -18,7 +18,10 @@ function entry(path = MODEL_DIR, options: Record<string, unknown> = { file: "ggm
 /** Speech-like noise; the generated model's transcript does not depend on what is said. */
 function audio(seconds: number): Float32Array {
   let s = 1;
-  return Float32Array.from({ length: seconds * 16000 }, () => ((s = (s * 48271) % 2147483647) / 2147483647 - 0.5) * 0.2);
+  return Float32Array.from(
+    { length: seconds * 16000 },
+    () => ((s = (s * 48271) % 2147483647) / 2147483647 - 0.5) * 0.2,
+  );
 }
 
 const BASE = { translate: false, temperature: 0, wordTimestamps: false };

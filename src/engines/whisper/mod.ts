@@ -66,7 +66,9 @@ function optionInt(entry: ModelEntry, key: string): number | undefined {
   const v = entry.options[key];
   if (v === undefined) return undefined;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > 8) {
-    throw new Error(`manifest options.${key} of ${entry.id} must be an integer from 0 to 8 (whisper.cpp runs at most 8 decoders)`);
+    throw new Error(
+      `manifest options.${key} of ${entry.id} must be an integer from 0 to 8 (whisper.cpp runs at most 8 decoders)`,
+    );
   }
   return v;
 }

@@ -54,7 +54,11 @@ Deno.test("pool: close waits for borrowed items before destroying them, and refu
 
 Deno.test("pool: a failed create frees its place", async () => {
   let fail = true;
-  const pool = new Pool<string>(1, () => fail ? Promise.reject(new Error("oom")) : Promise.resolve("ok"), () => {});
+  const pool = new Pool<string>(
+    1,
+    () => fail ? Promise.reject(new Error("oom")) : Promise.resolve("ok"),
+    () => {},
+  );
   await assert.rejects(pool.acquire(), /oom/);
   fail = false;
   assert.equal(await pool.acquire(), "ok");
