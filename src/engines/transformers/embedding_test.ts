@@ -7,6 +7,7 @@ import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadEmbedding } from "./embedding.ts";
 import { localDir, maxTokensOf, readPooling, resolveSource } from "./embedding_files.ts";
 import { transformersRuntime } from "./runtime.ts";
+import { startFakeHub } from "../../../tests/fake_hub.ts";
 
 const MODELS = new URL("../../../models/", import.meta.url).pathname;
 const TINY = join(MODELS, "generated", "embed-tiny");
@@ -156,6 +157,47 @@ Deno.test("embedding engine: missing files give ModelFilesMissing saying what an
     });
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("embedding engine: a hub entry downloads into <models>/hub/<repo>, pooling files included", async () => {
+  const hub = await startFakeHub({ "acme/embed-tiny": { dir: TINY } });
+  const models = await Deno.makeTempDir({ prefix: "embed-hub-" });
+  const { tf } = await transformersRuntime("cpu", memoryLogger());
+  const host = tf.env.remoteHost;
+  tf.env.remoteHost = `${hub.url}/`;
+  try {
+    const dir = join(models, "hub", "acme", "embed-tiny");
+    const hubEntry = entry(dir, { repo: "acme/embed-tiny" });
+    await assert.rejects(loadEmbedding(hubEntry, ctx(false)), ModelFilesMissing);
+    const engine = await loadEmbedding(hubEntry, { ...ctx(true), modelsDir: models });
+    try {
+      for (
+        const f of [
+          "config.json",
+          "tokenizer.json",
+          "onnx/model.onnx",
+          "modules.json",
+          "1_Pooling/config.json",
+        ]
+      ) {
+        assert.ok(Deno.statSync(join(dir, f)).isFile, `${f} downloaded`);
+      }
+      assert.equal(engine.pooling.source, "sentence-transformers");
+      const [v] = await engine.embedBatch([engine.tokenize(TEXTS[0])]);
+      const local = await loadEmbedding(entry(TINY), ctx());
+      const [w] = await local.embedBatch([local.tokenize(TEXTS[0])]);
+      await local.dispose();
+      assert.ok(maxDiff(v, w) < 1e-6);
+    } finally {
+      await engine.dispose();
+    }
+    // Now complete on disk: loads offline.
+    await (await loadEmbedding(hubEntry, ctx(false))).dispose();
+  } finally {
+    tf.env.remoteHost = host;
+    await hub.close();
+    await Deno.remove(models, { recursive: true });
   }
 });
 
