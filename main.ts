@@ -28,7 +28,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = parsed.config!;
-  const log = createLogger(config.logFormat);
+  const log = createLogger(config.logFormat, undefined, config.logLevel);
   let server;
   try {
     server = await startServer(config, { loaders, log });

@@ -73,7 +73,7 @@ async function benchShape(shape: BenchShape) {
     {},
     ROOT,
   );
-  const quiet = { info() {}, warn() {}, error: (m: string, f?: unknown) => console.error(m, f) };
+  const quiet = { debug() {}, info() {}, warn() {}, error: (m: string, f?: unknown) => console.error(m, f) };
   const server = await startServer(config!, {
     loaders: { transcription: whisperLoader({ threads: THREADS, concurrency: 1 }) },
     log: quiet,

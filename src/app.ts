@@ -8,7 +8,7 @@ import type { ApiContext, Handler, RequestNote } from "./api/context.ts";
 import { handleHealth, handleReady } from "./api/health.ts";
 import { handleListModels, handleRetrieveModel } from "./api/models.ts";
 import { handleChatCompletions } from "./api/chat.ts";
-import { handleEmbeddings } from "./api/embeddings.ts";
+import { embeddingBatchStats, handleEmbeddings } from "./api/embeddings.ts";
 import { handleTranscriptions, handleTranslations } from "./api/transcriptions.ts";
 import { ApiKeys } from "./http/auth.ts";
 import { Cors } from "./http/cors.ts";
@@ -60,7 +60,15 @@ export function createApp(deps: AppDeps): App {
   const keys = new ApiKeys(config.apiKeys);
   const jsonLimits = { maxBytes: config.jsonBodyBytes, timeoutMs: config.bodyTimeoutMs };
   const audioLimits = { maxBytes: config.audioBodyBytes, timeoutMs: config.bodyTimeoutMs };
-  const metrics = deps.metrics ?? new Metrics(registry);
+  const metrics = deps.metrics ??
+    new Metrics(registry, () =>
+      embeddingBatchStats(registry).map(({ model, stats }) => ({
+        model,
+        active: stats.running ? 1 : 0,
+        waiting: stats.waiting,
+        batches: stats.batches,
+        inputs: stats.inputs,
+      })));
 
   return async (req: Request): Promise<Response> => {
     const started = performance.now();

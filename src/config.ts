@@ -22,6 +22,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   bodyTimeoutMs: number;
   logFormat: "json" | "text";
+  logLevel: "debug" | "info";
   offline: boolean;
   preload: boolean;
   whisperLib: string;
@@ -211,6 +212,15 @@ export const OPTIONS: Option[] = [
     choices: ["text", "json"],
     default: "text",
     help: "Log lines as text or JSON.",
+  },
+  {
+    key: "logLevel",
+    flag: "log-level",
+    env: "OAI_LOG_LEVEL",
+    kind: "enum",
+    choices: ["info", "debug"],
+    default: "info",
+    help: "debug adds a line per embedding batch and other detail.",
   },
   {
     key: "offline",

@@ -4,7 +4,13 @@ import type { Logger } from "./engines/types.ts";
 
 export type LogFormat = "json" | "text";
 
-export function createLogger(format: LogFormat, sink: (line: string) => void = defaultSink): Logger {
+export type LogLevel = "debug" | "info";
+
+export function createLogger(
+  format: LogFormat,
+  sink: (line: string) => void = defaultSink,
+  level: LogLevel = "info",
+): Logger {
   const emit = (level: string, msg: string, fields?: Record<string, unknown>) => {
     const time = new Date().toISOString();
     if (format === "json") {
@@ -20,6 +26,7 @@ export function createLogger(format: LogFormat, sink: (line: string) => void = d
     }
   };
   return {
+    debug: level === "debug" ? (m, f) => emit("debug", m, f) : () => {},
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
@@ -38,5 +45,5 @@ function defaultSink(line: string): void {
 /** A logger that keeps lines in memory, for tests. */
 export function memoryLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  return Object.assign(createLogger("json", (l) => lines.push(l)), { lines });
+  return Object.assign(createLogger("json", (l) => lines.push(l), "debug"), { lines });
 }

@@ -7,6 +7,15 @@ import type { Registry } from "./engines/registry.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
+/** Queue depth and batching counters kept outside the registry (the embeddings batchers). */
+export interface BatchSource {
+  model: string;
+  active: number;
+  waiting: number;
+  batches: number;
+  inputs: number;
+}
+
 export class Metrics {
   readonly #reg = new client.Registry();
   readonly #requests = new client.Counter({
@@ -36,7 +45,7 @@ export class Metrics {
     registers: [this.#reg],
   });
 
-  constructor(registry: Registry) {
+  constructor(registry: Registry, batchSources: () => BatchSource[] = () => []) {
     const queue = new client.Gauge({
       name: "oai_queue_depth",
       help: "Requests per model, running (active) or waiting in its queue.",
@@ -48,6 +57,31 @@ export class Metrics {
           this.set({ model: q.model, state: "active" }, q.active);
           this.set({ model: q.model, state: "waiting" }, q.waiting);
         }
+        for (const b of batchSources()) {
+          this.inc({ model: b.model, state: "active" }, b.active);
+          this.inc({ model: b.model, state: "waiting" }, b.waiting);
+        }
+      },
+    });
+    new client.Counter({
+      name: "oai_batches_total",
+      help: "Batched model calls run (embeddings), by model.",
+      labelNames: ["model"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const b of batchSources()) this.inc({ model: b.model }, b.batches);
+      },
+    });
+    new client.Counter({
+      name: "oai_batch_inputs_total",
+      help:
+        "Inputs run in batched model calls, by model (divide by oai_batches_total for the mean batch size).",
+      labelNames: ["model"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const b of batchSources()) this.inc({ model: b.model }, b.inputs);
       },
     });
     new client.Gauge({

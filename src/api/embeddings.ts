@@ -5,7 +5,7 @@
 import { Buffer } from "node:buffer";
 import { type BatcherStats, DynamicBatcher } from "../engines/batcher.ts";
 import type { Registry } from "../engines/registry.ts";
-import type { EmbeddingEngine, Logger, ModelEntry } from "../engines/types.ts";
+import type { EmbeddingEngine, ModelEntry } from "../engines/types.ts";
 import { truncateAndNormalize } from "../engines/transformers/embedding_pooling.ts";
 import { readJson } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
@@ -33,7 +33,6 @@ function batcherFor(ctx: ApiContext, entry: ModelEntry, engine: EmbeddingEngine)
   if (!perModel) batchers.set(ctx.registry, perModel = new Map());
   const known = perModel.get(entry.id);
   if (known && known.engine === engine) return known.batcher;
-  const debug = debugOf(ctx.log);
   const batcher: Batcher = new DynamicBatcher({
     name: entry.id,
     windowMs: ctx.config.embedBatchWindowMs,
@@ -42,16 +41,10 @@ function batcherFor(ctx: ApiContext, entry: ModelEntry, engine: EmbeddingEngine)
     maxWaiting: ctx.config.queueSize,
     cost: (ids) => ids.length,
     run: (items) => engine.embedBatch(items),
-    onBatch: debug && ((info) => debug("embedding batch", { model: entry.id, ...info })),
+    onBatch: (info) => ctx.log.debug("embedding batch", { model: entry.id, ...info }),
   });
   perModel.set(entry.id, { engine, batcher });
   return batcher;
-}
-
-/** The logger's debug level when it has one (the shared Logger contract has none yet). */
-function debugOf(log: Logger): ((msg: string, fields?: Record<string, unknown>) => void) | undefined {
-  const debug = (log as Logger & { debug?: Logger["info"] }).debug;
-  return typeof debug === "function" ? debug.bind(log) : undefined;
 }
 
 /** Batching counters per embedding model of a server, for metrics. */

@@ -25,6 +25,8 @@ export interface ModelEntry {
 }
 
 export interface Logger {
+  /** Dropped unless the log level is debug. */
+  debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;

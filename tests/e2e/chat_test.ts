@@ -29,7 +29,9 @@ type Msg = { role: string; content: unknown; [k: string]: unknown };
 /** chat-tiny's own tokenizer, loaded beside the server, for exact prompt token counts. */
 async function promptTokens(messages: Msg[], tools?: unknown[]): Promise<number> {
   const { tf } = await transformersRuntime("cpu", memoryLogger());
-  const tok = await tf.AutoTokenizer.from_pretrained(join(MODELS_DIR, "generated", MODEL), { local_files_only: true });
+  const tok = await tf.AutoTokenizer.from_pretrained(join(MODELS_DIR, "generated", MODEL), {
+    local_files_only: true,
+  });
   const ids = tok.apply_chat_template(messages as never, {
     add_generation_prompt: true,
     tokenize: true,
@@ -41,7 +43,10 @@ async function promptTokens(messages: Msg[], tools?: unknown[]): Promise<number>
 }
 
 /** Raw SSE: the JSON events and whether [DONE] came last. */
-async function rawStream(url: string, body: unknown): Promise<{ events: Record<string, unknown>[]; done: boolean }> {
+async function rawStream(
+  url: string,
+  body: unknown,
+): Promise<{ events: Record<string, unknown>[]; done: boolean }> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -59,7 +64,11 @@ async function rawStream(url: string, body: unknown): Promise<{ events: Record<s
 
 async function badRequest(s: TestServer, body: Record<string, unknown>): Promise<ReturnType<typeof errorOf>> {
   const res = await postRaw(`${s.url}/v1/chat/completions`, JSON.stringify({ model: MODEL, ...body }));
-  assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 120)} -> ${res.status} ${JSON.stringify(res.json)}`);
+  assert.equal(
+    res.status,
+    400,
+    `${JSON.stringify(body).slice(0, 120)} -> ${res.status} ${JSON.stringify(res.json)}`,
+  );
   const err = errorOf(res.json);
   assert.equal(err.type, "invalid_request_error");
   return err;
@@ -72,7 +81,11 @@ Deno.test("chat completions e2e", async (t) => {
   const s = await startTestServer();
   try {
     await t.step("exact greedy text and exact usage; OpenAI's object shape", async () => {
-      const res = await s.client.chat.completions.create({ model: MODEL, messages: hi as never, temperature: 0 });
+      const res = await s.client.chat.completions.create({
+        model: MODEL,
+        messages: hi as never,
+        temperature: 0,
+      });
       assert.match(res.id, /^chatcmpl-[A-Za-z0-9]{29}$/);
       assert.equal(res.object, "chat.completion");
       assert.equal(res.model, MODEL);
@@ -104,28 +117,31 @@ Deno.test("chat completions e2e", async (t) => {
       assert.equal(res.model, MODEL);
     });
 
-    await t.step("streaming: role first, content deltas, finish chunk, [DONE]; concatenates to the JSON text", async () => {
-      const { events, done } = await rawStream(s.url, { model: MODEL, messages: hi, temperature: 0 });
-      assert.ok(done);
-      const ids = new Set(events.map((e) => e.id));
-      assert.equal(ids.size, 1);
-      for (const e of events) {
-        assert.equal(e.object, "chat.completion.chunk");
-        assert.equal(e.model, MODEL);
-        assert.ok("usage" in e && e.usage === null);
-        assert.equal((e.choices as unknown[]).length, 1);
-      }
-      const choices = events.map((e) => (e.choices as Record<string, unknown>[])[0]);
-      assert.deepEqual(choices[0].delta, { role: "assistant", content: "", refusal: null });
-      const last = choices.at(-1)!;
-      assert.deepEqual(last.delta, {});
-      assert.equal(last.finish_reason, "stop");
-      for (const c of choices.slice(0, -1)) assert.equal(c.finish_reason, null);
-      const text = choices.map((c) => (c.delta as { content?: string }).content ?? "").join("");
-      assert.equal(text, HELLO);
-      // Deltas arrive token by token.
-      assert.ok(choices.length >= 5, `only ${choices.length} chunks`);
-    });
+    await t.step(
+      "streaming: role first, content deltas, finish chunk, [DONE]; concatenates to the JSON text",
+      async () => {
+        const { events, done } = await rawStream(s.url, { model: MODEL, messages: hi, temperature: 0 });
+        assert.ok(done);
+        const ids = new Set(events.map((e) => e.id));
+        assert.equal(ids.size, 1);
+        for (const e of events) {
+          assert.equal(e.object, "chat.completion.chunk");
+          assert.equal(e.model, MODEL);
+          assert.ok("usage" in e && e.usage === null);
+          assert.equal((e.choices as unknown[]).length, 1);
+        }
+        const choices = events.map((e) => (e.choices as Record<string, unknown>[])[0]);
+        assert.deepEqual(choices[0].delta, { role: "assistant", content: "", refusal: null });
+        const last = choices.at(-1)!;
+        assert.deepEqual(last.delta, {});
+        assert.equal(last.finish_reason, "stop");
+        for (const c of choices.slice(0, -1)) assert.equal(c.finish_reason, null);
+        const text = choices.map((c) => (c.delta as { content?: string }).content ?? "").join("");
+        assert.equal(text, HELLO);
+        // Deltas arrive token by token.
+        assert.ok(choices.length >= 5, `only ${choices.length} chunks`);
+      },
+    );
 
     await t.step("include_usage adds one final chunk with choices [] and the usage", async () => {
       const stream = await s.client.chat.completions.create({
@@ -152,33 +168,44 @@ Deno.test("chat completions e2e", async (t) => {
       assert.equal(final.choices[0].finish_reason, "stop");
     });
 
-    await t.step("max_tokens gives finish_reason length and exactly that many tokens; the smaller limit wins", async () => {
-      const res = await s.client.chat.completions.create({ model: MODEL, messages: forever as never, max_tokens: 7 });
-      assert.equal(res.choices[0].finish_reason, "length");
-      assert.equal(res.usage?.completion_tokens, 7);
-      assert.equal(res.choices[0].message.content, "Tick tock tick tock tick tock tick");
-      const both = await s.client.chat.completions.create({
-        model: MODEL,
-        messages: forever as never,
-        max_tokens: 9,
-        max_completion_tokens: 4,
-      });
-      assert.equal(both.usage?.completion_tokens, 4);
-      assert.equal(both.choices[0].message.content, "Tick tock tick tock");
-      // A reply that ends by itself before the limit says stop.
-      const short = await s.client.chat.completions.create({ model: MODEL, messages: hi as never, max_tokens: 50 });
-      assert.equal(short.choices[0].finish_reason, "stop");
-      // Streaming counts the same.
-      const { events } = await rawStream(s.url, {
-        model: MODEL,
-        messages: forever,
-        max_tokens: 7,
-        stream_options: { include_usage: true },
-      });
-      assert.equal((events.at(-1)!.usage as { completion_tokens: number }).completion_tokens, 7);
-      const fin = events.at(-2)!.choices as { finish_reason: string }[];
-      assert.equal(fin[0].finish_reason, "length");
-    });
+    await t.step(
+      "max_tokens gives finish_reason length and exactly that many tokens; the smaller limit wins",
+      async () => {
+        const res = await s.client.chat.completions.create({
+          model: MODEL,
+          messages: forever as never,
+          max_tokens: 7,
+        });
+        assert.equal(res.choices[0].finish_reason, "length");
+        assert.equal(res.usage?.completion_tokens, 7);
+        assert.equal(res.choices[0].message.content, "Tick tock tick tock tick tock tick");
+        const both = await s.client.chat.completions.create({
+          model: MODEL,
+          messages: forever as never,
+          max_tokens: 9,
+          max_completion_tokens: 4,
+        });
+        assert.equal(both.usage?.completion_tokens, 4);
+        assert.equal(both.choices[0].message.content, "Tick tock tick tock");
+        // A reply that ends by itself before the limit says stop.
+        const short = await s.client.chat.completions.create({
+          model: MODEL,
+          messages: hi as never,
+          max_tokens: 50,
+        });
+        assert.equal(short.choices[0].finish_reason, "stop");
+        // Streaming counts the same.
+        const { events } = await rawStream(s.url, {
+          model: MODEL,
+          messages: forever,
+          max_tokens: 7,
+          stream_options: { include_usage: true },
+        });
+        assert.equal((events.at(-1)!.usage as { completion_tokens: number }).completion_tokens, 7);
+        const fin = events.at(-2)!.choices as { finish_reason: string }[];
+        assert.equal(fin[0].finish_reason, "length");
+      },
+    );
 
     await t.step("ignore_eos / min_tokens force the length (benchmark control)", async () => {
       const res = await s.client.chat.completions.create({
@@ -199,25 +226,38 @@ Deno.test("chat completions e2e", async (t) => {
       assert.ok(min.usage!.completion_tokens >= 8);
     });
 
-    await t.step("stop sequences end the reply before them, never in the output, streamed or not", async () => {
-      for (const stop of ["from", ["zzz", " chat"], ["-ti", "!"], "o f"]) {
-        const res = await s.client.chat.completions.create({ model: MODEL, messages: hi as never, stop });
-        const stops = Array.isArray(stop) ? stop : [stop];
-        const cut = Math.min(...stops.map((x) => HELLO.indexOf(x)).filter((i) => i >= 0));
-        assert.equal(res.choices[0].message.content, HELLO.slice(0, cut));
-        assert.equal(res.choices[0].finish_reason, "stop");
-        const { events } = await rawStream(s.url, { model: MODEL, messages: hi, stop });
-        const pieces = events.map((e) => (e.choices as { delta: { content?: string } }[])[0].delta.content ?? "");
-        assert.equal(pieces.join(""), HELLO.slice(0, cut));
-      }
-      // A stop sequence that never appears changes nothing.
-      const res = await s.client.chat.completions.create({ model: MODEL, messages: hi as never, stop: ["xyz"] });
-      assert.equal(res.choices[0].message.content, HELLO);
-    });
+    await t.step(
+      "stop sequences end the reply before them, never in the output, streamed or not",
+      async () => {
+        for (const stop of ["from", ["zzz", " chat"], ["-ti", "!"], "o f"]) {
+          const res = await s.client.chat.completions.create({ model: MODEL, messages: hi as never, stop });
+          const stops = Array.isArray(stop) ? stop : [stop];
+          const cut = Math.min(...stops.map((x) => HELLO.indexOf(x)).filter((i) => i >= 0));
+          assert.equal(res.choices[0].message.content, HELLO.slice(0, cut));
+          assert.equal(res.choices[0].finish_reason, "stop");
+          const { events } = await rawStream(s.url, { model: MODEL, messages: hi, stop });
+          const pieces = events.map((e) =>
+            (e.choices as { delta: { content?: string } }[])[0].delta.content ?? ""
+          );
+          assert.equal(pieces.join(""), HELLO.slice(0, cut));
+        }
+        // A stop sequence that never appears changes nothing.
+        const res = await s.client.chat.completions.create({
+          model: MODEL,
+          messages: hi as never,
+          stop: ["xyz"],
+        });
+        assert.equal(res.choices[0].message.content, HELLO);
+      },
+    );
 
     await t.step("multi-byte text streams intact: no chunk holds a broken character", async () => {
       const msgs = [{ role: "user", content: "Say something in unicode" }];
-      const { events } = await rawStream(s.url, { model: MODEL, messages: msgs, stream_options: { include_usage: true } });
+      const { events } = await rawStream(s.url, {
+        model: MODEL,
+        messages: msgs,
+        stream_options: { include_usage: true },
+      });
       const pieces = events.slice(0, -1).map((e) =>
         (e.choices as { delta: { content?: string } }[])[0].delta.content ?? ""
       );
@@ -236,7 +276,10 @@ Deno.test("chat completions e2e", async (t) => {
       const b = await s.client.chat.completions.create(req);
       assert.deepEqual(b.choices.map((c) => c.message.content), a.choices.map((c) => c.message.content));
       const other = await s.client.chat.completions.create({ ...req, seed: 99 });
-      assert.notDeepEqual(other.choices.map((c) => c.message.content), a.choices.map((c) => c.message.content));
+      assert.notDeepEqual(
+        other.choices.map((c) => c.message.content),
+        a.choices.map((c) => c.message.content),
+      );
       // Streamed with the same seed: the same two texts.
       const { events } = await rawStream(s.url, { ...req, stream_options: { include_usage: true } });
       const texts = ["", ""];
@@ -248,37 +291,54 @@ Deno.test("chat completions e2e", async (t) => {
       const usage = events.at(-1)!.usage as { completion_tokens: number };
       assert.equal(usage.completion_tokens, a.usage?.completion_tokens);
       // n greedy choices are identical, and usage counts both.
-      const g = await s.client.chat.completions.create({ model: MODEL, messages: hi as never, n: 2, temperature: 0 });
+      const g = await s.client.chat.completions.create({
+        model: MODEL,
+        messages: hi as never,
+        n: 2,
+        temperature: 0,
+      });
       assert.deepEqual(g.choices.map((c) => c.message.content), [HELLO, HELLO]);
       assert.equal(g.usage?.completion_tokens, 2 * HELLO_TOKENS);
     });
 
-    await t.step("logprobs: one entry per visible token, text and bytes add up, top alternatives sorted", async () => {
-      const res = await s.client.chat.completions.create({
-        model: MODEL,
-        messages: hi as never,
-        logprobs: true,
-        top_logprobs: 3,
-      });
-      const lp = res.choices[0].logprobs!.content!;
-      assert.equal(lp.length, HELLO_TOKENS - 1); // the end-of-sequence token is not text
-      assert.equal(lp.map((t) => t.token).join(""), HELLO);
-      assert.deepEqual(lp.flatMap((t) => t.bytes), [...new TextEncoder().encode(HELLO)]);
-      for (const t of lp) {
-        assert.ok(t.logprob <= 0 && t.logprob > -1);
-        assert.equal(t.top_logprobs.length, 3);
-        assert.equal(t.top_logprobs[0].token, t.token);
-        for (let i = 1; i < 3; i++) assert.ok(t.top_logprobs[i - 1].logprob >= t.top_logprobs[i].logprob);
-      }
-      const plain = await s.client.chat.completions.create({ model: MODEL, messages: hi as never, logprobs: true });
-      assert.deepEqual(plain.choices[0].logprobs!.content![0].top_logprobs, []);
-      // Streamed logprobs ride on the content chunks.
-      const { events } = await rawStream(s.url, { model: MODEL, messages: hi, logprobs: true, top_logprobs: 1 });
-      const streamed = events.flatMap((e) =>
-        (e.choices as { logprobs: { content: { token: string }[] } | null }[])[0].logprobs?.content ?? []
-      );
-      assert.equal(streamed.map((t) => t.token).join(""), HELLO);
-    });
+    await t.step(
+      "logprobs: one entry per visible token, text and bytes add up, top alternatives sorted",
+      async () => {
+        const res = await s.client.chat.completions.create({
+          model: MODEL,
+          messages: hi as never,
+          logprobs: true,
+          top_logprobs: 3,
+        });
+        const lp = res.choices[0].logprobs!.content!;
+        assert.equal(lp.length, HELLO_TOKENS - 1); // the end-of-sequence token is not text
+        assert.equal(lp.map((t) => t.token).join(""), HELLO);
+        assert.deepEqual(lp.flatMap((t) => t.bytes), [...new TextEncoder().encode(HELLO)]);
+        for (const t of lp) {
+          assert.ok(t.logprob <= 0 && t.logprob > -1);
+          assert.equal(t.top_logprobs.length, 3);
+          assert.equal(t.top_logprobs[0].token, t.token);
+          for (let i = 1; i < 3; i++) assert.ok(t.top_logprobs[i - 1].logprob >= t.top_logprobs[i].logprob);
+        }
+        const plain = await s.client.chat.completions.create({
+          model: MODEL,
+          messages: hi as never,
+          logprobs: true,
+        });
+        assert.deepEqual(plain.choices[0].logprobs!.content![0].top_logprobs, []);
+        // Streamed logprobs ride on the content chunks.
+        const { events } = await rawStream(s.url, {
+          model: MODEL,
+          messages: hi,
+          logprobs: true,
+          top_logprobs: 1,
+        });
+        const streamed = events.flatMap((e) =>
+          (e.choices as { logprobs: { content: { token: string }[] } | null }[])[0].logprobs?.content ?? []
+        );
+        assert.equal(streamed.map((t) => t.token).join(""), HELLO);
+      },
+    );
 
     await t.step("logit_bias and penalties steer the choice", async () => {
       const res = await s.client.chat.completions.create({
@@ -303,7 +363,11 @@ Deno.test("chat completions e2e", async (t) => {
       });
       assert.ok(!banned.choices[0].message.content!.startsWith("Hello"));
       // A strong frequency penalty breaks the endless Tick-tock loop's repetition.
-      const plain = await s.client.chat.completions.create({ model: MODEL, messages: forever as never, max_tokens: 12 });
+      const plain = await s.client.chat.completions.create({
+        model: MODEL,
+        messages: forever as never,
+        max_tokens: 12,
+      });
       const penalized = await s.client.chat.completions.create({
         model: MODEL,
         messages: forever as never,
@@ -317,7 +381,11 @@ Deno.test("chat completions e2e", async (t) => {
     await t.step("roles: developer is system, text parts, names, tool calls and results render", async () => {
       const msgs = [
         { role: "developer", content: [{ type: "text", text: "Be brief." }] },
-        { role: "user", name: "ann", content: [{ type: "text", text: "Hi " }, { type: "text", text: "there!" }] },
+        {
+          role: "user",
+          name: "ann",
+          content: [{ type: "text", text: "Hi " }, { type: "text", text: "there!" }],
+        },
       ];
       const res = await s.client.chat.completions.create({ model: MODEL, messages: msgs as never });
       assert.equal(res.choices[0].message.content, HELLO);
@@ -403,7 +471,12 @@ Deno.test("chat completions e2e", async (t) => {
           /image_url/,
         ],
         [
-          { messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "", format: "wav" } }] }] },
+          {
+            messages: [{
+              role: "user",
+              content: [{ type: "input_audio", input_audio: { data: "", format: "wav" } }],
+            }],
+          },
           "messages[0].content[0].type",
         ],
         [{ messages: [{ role: "user", content: [{ type: "text" }] }] }, "messages[0].content[0].text"],
@@ -439,46 +512,54 @@ Deno.test("chat completions e2e", async (t) => {
     });
 
     await t.step("unknown model 404; a model of another task 400", async () => {
-      const res = await postRaw(`${s.url}/v1/chat/completions`, JSON.stringify({ model: "nope", messages: hi }));
+      const res = await postRaw(
+        `${s.url}/v1/chat/completions`,
+        JSON.stringify({ model: "nope", messages: hi }),
+      );
       assert.equal(res.status, 404);
       assert.equal(errorOf(res.json).code, "model_not_found");
       const err = await badRequest(s, { model: "embed-tiny", messages: hi });
       assert.equal(err.param, "model");
     });
 
-    await t.step("an aborted stream frees the model at once: the queued request completes promptly", async () => {
-      const ctrl = new AbortController();
-      const res = await fetch(`${s.url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: MODEL, messages: forever, stream: true, max_tokens: 900 }),
-        signal: ctrl.signal,
-      });
-      const reader = res.body!.getReader();
-      await reader.read();
-      await reader.read();
-      // The stream is now paused by backpressure, holding the model; the next request queues behind it.
-      const next = s.client.chat.completions.create({ model: MODEL, messages: hi as never });
-      await new Promise((r) => setTimeout(r, 100));
-      const queue = s.server.registry.queues().find((q) => q.model === MODEL)!;
-      assert.equal(queue.waiting, 1);
-      const aborted = performance.now();
-      ctrl.abort();
-      await reader.cancel().catch(() => {});
-      const answer = await next;
-      const waited = performance.now() - aborted;
-      assert.equal(answer.choices[0].message.content, HELLO);
-      assert.ok(waited < 2000, `the next request waited ${waited.toFixed(0)} ms after the abort`);
-      // The aborted generation stopped within a few tokens of the abort, far short of its 900.
-      const rec = s.records.find((r) => r.path === "/v1/chat/completions" && r.completionTokens !== undefined &&
-        r.completionTokens > 0 && r.completionTokens < 900 && r.status === 200 && r.seconds > 0.1);
-      assert.ok(rec, "no record of the aborted stream");
-      assert.ok(rec.completionTokens! < 50, `aborted stream generated ${rec.completionTokens} tokens`);
-      assert.deepEqual(
-        s.server.registry.queues().find((q) => q.model === MODEL),
-        { model: MODEL, active: 0, waiting: 0 },
-      );
-    });
+    await t.step(
+      "an aborted stream frees the model at once: the queued request completes promptly",
+      async () => {
+        const ctrl = new AbortController();
+        const res = await fetch(`${s.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: MODEL, messages: forever, stream: true, max_tokens: 900 }),
+          signal: ctrl.signal,
+        });
+        const reader = res.body!.getReader();
+        await reader.read();
+        await reader.read();
+        // The stream is now paused by backpressure, holding the model; the next request queues behind it.
+        const next = s.client.chat.completions.create({ model: MODEL, messages: hi as never });
+        await new Promise((r) => setTimeout(r, 100));
+        const queue = s.server.registry.queues().find((q) => q.model === MODEL)!;
+        assert.equal(queue.waiting, 1);
+        const aborted = performance.now();
+        ctrl.abort();
+        await reader.cancel().catch(() => {});
+        const answer = await next;
+        const waited = performance.now() - aborted;
+        assert.equal(answer.choices[0].message.content, HELLO);
+        assert.ok(waited < 2000, `the next request waited ${waited.toFixed(0)} ms after the abort`);
+        // The aborted generation stopped within a few tokens of the abort, far short of its 900.
+        const rec = s.records.find((r) =>
+          r.path === "/v1/chat/completions" && r.completionTokens !== undefined &&
+          r.completionTokens > 0 && r.completionTokens < 900 && r.status === 200 && r.seconds > 0.1
+        );
+        assert.ok(rec, "no record of the aborted stream");
+        assert.ok(rec.completionTokens! < 50, `aborted stream generated ${rec.completionTokens} tokens`);
+        assert.deepEqual(
+          s.server.registry.queues().find((q) => q.model === MODEL),
+          { model: MODEL, active: 0, waiting: 0 },
+        );
+      },
+    );
   } finally {
     await s.close();
   }
@@ -496,7 +577,10 @@ Deno.test("chat completions: a full queue answers 429 with Retry-After", async (
     });
     const reader = res.body!.getReader();
     await reader.read();
-    const busy = await postRaw(`${s.url}/v1/chat/completions`, JSON.stringify({ model: MODEL, messages: hi }));
+    const busy = await postRaw(
+      `${s.url}/v1/chat/completions`,
+      JSON.stringify({ model: MODEL, messages: hi }),
+    );
     assert.equal(busy.status, 429);
     assert.match(busy.headers.get("retry-after") ?? "", /^\d+$/);
     const err = errorOf(busy.json);

@@ -96,7 +96,9 @@ Deno.test({
         try {
           const res = await fetch(`${url}/v1/models`);
           const body = await res.json();
-          ready = body.data?.some((m: { id: string; state: string }) => m.id === MODEL && m.state === "ready");
+          ready = body.data?.some((m: { id: string; state: string }) =>
+            m.id === MODEL && m.state === "ready"
+          );
           if (body.data?.some((m: { id: string; state: string }) => m.state === "failed")) break;
         } catch {
           // not listening yet

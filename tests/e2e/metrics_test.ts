@@ -39,6 +39,10 @@ Deno.test("metrics: Prometheus text that parses, with request counts, latencies 
     const auth = { authorization: "Bearer sk-m" };
     for (let i = 0; i < 3; i++) await (await fetch(`${t.url}/v1/models`, { headers: auth })).body?.cancel();
     await (await fetch(`${t.url}/v1/nothing`, { headers: auth })).body?.cancel();
+    await Promise.all(
+      [["a", "b"], ["c"]].map((input) => t.client.embeddings.create({ model: "embed-tiny", input })),
+    );
+    await t.client.embeddings.create({ model: "embed-tiny", input: "d" });
 
     const denied = await fetch(`${t.url}/metrics`);
     assert.equal(denied.status, 401);
@@ -76,7 +80,22 @@ Deno.test("metrics: Prometheus text that parses, with request counts, latencies 
       "embed-tiny",
       "whisper-tiny-test",
     ]);
-    assert.ok(loaded.every((s) => s.labels.state === "available" && s.value === 0));
+    const state = (m: string) => loaded.find((s) => s.labels.model === m)!;
+    assert.equal(state("embed-tiny").labels.state, "ready");
+    assert.equal(state("embed-tiny").value, 1);
+    assert.equal(state("chat-tiny").labels.state, "available");
+    assert.equal(state("chat-tiny").value, 0);
+
+    // Embedding batches: 4 inputs over 2 or 3 model calls (the two concurrent requests may share one).
+    assert.equal(types.get("oai_batches_total"), "counter");
+    const metric = (name: string) =>
+      samples.find((s) => s.name === name && s.labels.model === "embed-tiny")?.value;
+    assert.equal(metric("oai_batch_inputs_total"), 4);
+    assert.ok([2, 3].includes(metric("oai_batches_total")!));
+    assert.equal(
+      samples.find((s) => s.name === "oai_tokens_total" && s.labels.model === "embed-tiny")?.labels.kind,
+      "prompt",
+    );
   } finally {
     await t.close();
   }

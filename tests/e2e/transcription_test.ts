@@ -42,7 +42,9 @@ async function post(
 /** Parses SRT or WebVTT into cues; throws on anything malformed. */
 function parseCues(text: string, kind: "srt" | "vtt"): { start: number; end: number; text: string }[] {
   const sep = kind === "srt" ? "," : "\\.";
-  const time = new RegExp(`^(\\d{2}):(\\d{2}):(\\d{2})${sep}(\\d{3}) --> (\\d{2}):(\\d{2}):(\\d{2})${sep}(\\d{3})$`);
+  const time = new RegExp(
+    `^(\\d{2}):(\\d{2}):(\\d{2})${sep}(\\d{3}) --> (\\d{2}):(\\d{2}):(\\d{2})${sep}(\\d{3})$`,
+  );
   let blocks = text.replace(/\r\n/g, "\n").trim().split(/\n\n+/);
   if (kind === "vtt") {
     assert.equal(blocks[0], "WEBVTT", "a WebVTT file starts with WEBVTT");
@@ -66,7 +68,10 @@ Deno.test("transcriptions: every response_format through the openai client and r
     const file = () => toFile(wav, "speech.wav", { type: "audio/wav" });
 
     await t.step("json (default) with usage, also under the whisper-1 alias", async () => {
-      const r = await s.client.audio.transcriptions.create({ file: await file(), model: "whisper-tiny-test" });
+      const r = await s.client.audio.transcriptions.create({
+        file: await file(),
+        model: "whisper-tiny-test",
+      });
       assert.equal(r.text, SENTENCE);
       assert.deepEqual((r as unknown as { usage: unknown }).usage, { type: "duration", seconds: 3 });
       const alias = await s.client.audio.transcriptions.create({ file: await file(), model: "whisper-1" });
@@ -128,7 +133,17 @@ Deno.test("transcriptions: every response_format through the openai client and r
       assert.equal(v.segments.length, 2);
       v.segments.forEach((seg, i) => {
         assert.equal(seg.id, i);
-        for (const k of ["seek", "start", "end", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob"]) {
+        for (
+          const k of [
+            "seek",
+            "start",
+            "end",
+            "temperature",
+            "avg_logprob",
+            "compression_ratio",
+            "no_speech_prob",
+          ]
+        ) {
           assert.equal(typeof seg[k], "number", k);
         }
         assert.ok(Array.isArray(seg.tokens) && (seg.tokens as number[]).every(Number.isInteger));
@@ -137,7 +152,11 @@ Deno.test("transcriptions: every response_format through the openai client and r
       assert.deepEqual(v.words.map((w) => w.word).join(" "), SENTENCE);
       for (const w of v.words) assert.ok(w.start >= 0 && w.end >= w.start && w.end <= FIXTURE_SECONDS);
       // Without word granularity there are no words.
-      const plain = await post(s.url, { file: new Blob([wav]), model: "whisper-1", response_format: "verbose_json" });
+      const plain = await post(s.url, {
+        file: new Blob([wav]),
+        model: "whisper-1",
+        response_format: "verbose_json",
+      });
       assert.equal((await plain.json()).words, undefined);
       // Both spellings of the field are accepted.
       const bare = await post(s.url, {
@@ -172,7 +191,11 @@ Deno.test("transcriptions: stream=true sends a delta per segment, then done", as
     assert.equal(events.at(-1)!.text, SENTENCE);
     assert.deepEqual(events.at(-1)!.usage, { type: "duration", seconds: 3 });
 
-    const raw = await post(s.url, { file: new Blob([await fixture("wav")]), model: "whisper-1", stream: "true" });
+    const raw = await post(s.url, {
+      file: new Blob([await fixture("wav")]),
+      model: "whisper-1",
+      stream: "true",
+    });
     assert.match(raw.headers.get("content-type") ?? "", /^text\/event-stream/);
     const body = await raw.text();
     assert.ok(body.startsWith('data: {"type":"transcript.text.delta"'), body);
@@ -188,11 +211,23 @@ Deno.test("translations: json, text and verbose_json with task translate", async
     const file = await toFile(await fixture("flac"), "speech.flac");
     const r = await s.client.audio.translations.create({ file, model: "whisper-1" });
     assert.equal(r.text, SENTENCE);
-    const text = await s.client.audio.translations.create({ file, model: "whisper-1", response_format: "text" });
+    const text = await s.client.audio.translations.create({
+      file,
+      model: "whisper-1",
+      response_format: "text",
+    });
     assert.equal(String(text).trim(), SENTENCE);
-    const v = await s.client.audio.translations.create({ file, model: "whisper-1", response_format: "verbose_json" });
+    const v = await s.client.audio.translations.create({
+      file,
+      model: "whisper-1",
+      response_format: "verbose_json",
+    });
     assert.equal((v as unknown as { task: string }).task, "translate");
-    const bad = await post(s.url, { file: new Blob([await fixture("wav")]), model: "whisper-1", language: "en" }, "/v1/audio/translations");
+    const bad = await post(s.url, {
+      file: new Blob([await fixture("wav")]),
+      model: "whisper-1",
+      language: "en",
+    }, "/v1/audio/translations");
     assert.equal(bad.status, 400);
     assert.equal(errorOf(await bad.json()).param, "language");
   } finally {
@@ -227,16 +262,26 @@ Deno.test("VAD: finds the speech in jfk.wav where whisper.cpp's test does, and m
     const jfk = await Deno.readFile(JFK);
     // The engine's own view: four stretches of speech.
     const entry = s.server.registry.resolve("whisper-tiny-test", "transcription");
-    const engine = await s.server.registry.engine<import("../../src/engines/types.ts").TranscriptionEngine>(entry);
+    const engine = await s.server.registry.engine<import("../../src/engines/types.ts").TranscriptionEngine>(
+      entry,
+    );
     const { decodeAudio } = await import("../../src/audio/decode.ts");
     const spans = await engine.detectSpeech(await decodeAudio(jfk), VAD_MODEL);
     const expected = [[0.3, 2.3], [3.3, 4.4], [5.4, 7.7], [8.2, 10.6]];
     assert.equal(spans.length, expected.length, JSON.stringify(spans));
     spans.forEach((sp, i) => {
-      assert.ok(Math.abs(sp.start - expected[i][0]) < 0.15 && Math.abs(sp.end - expected[i][1]) < 0.15, JSON.stringify(sp));
+      assert.ok(
+        Math.abs(sp.start - expected[i][0]) < 0.15 && Math.abs(sp.end - expected[i][1]) < 0.15,
+        JSON.stringify(sp),
+      );
     });
     // Through the API: segments start where speech starts, not at 0.
-    const r = await post(s.url, { file: new Blob([jfk]), model: "whisper-1", response_format: "verbose_json", vad: "true" });
+    const r = await post(s.url, {
+      file: new Blob([jfk]),
+      model: "whisper-1",
+      response_format: "verbose_json",
+      vad: "true",
+    });
     const v = await r.json();
     assert.equal(r.status, 200, JSON.stringify(v));
     assert.equal(v.text, SENTENCE);
@@ -287,7 +332,10 @@ Deno.test("errors: client mistakes are 400s in the OpenAI envelope naming the pa
     const cases: [Record<string, string | string[] | Blob>, string][] = [
       [{ file: new Blob([crypto.getRandomValues(new Uint8Array(4000))]), model: "whisper-1" }, "file"],
       [{ file: new Blob([]), model: "whisper-1" }, "file"],
-      [{ file: new Blob([new TextEncoder().encode("RIFF....WAVEfmt not really")]), model: "whisper-1" }, "file"],
+      [
+        { file: new Blob([new TextEncoder().encode("RIFF....WAVEfmt not really")]), model: "whisper-1" },
+        "file",
+      ],
       [{ model: "whisper-1" }, "file"],
       [{ file: "not a file", model: "whisper-1" }, "file"],
       [{ file: wav }, "model"],

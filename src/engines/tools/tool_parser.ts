@@ -229,7 +229,9 @@ export class ToolCallStreamParser {
     this.#content = "";
     this.#mode = M.Call;
     this.#afterCall = after;
-    this.#scanner = new CallScanner(this.#f.argsKey === "parameters" ? ["parameters", "arguments"] : undefined);
+    this.#scanner = new CallScanner(
+      this.#f.argsKey === "parameters" ? ["parameters", "arguments"] : undefined,
+    );
     this.#started = false;
     this.#argsSent = false;
     this.#pendingArgs = "";

@@ -61,8 +61,23 @@ export class TransformersEmbedding implements EmbeddingEngine {
     return this.#parts.tokenizer.encode(text, { add_special_tokens: true });
   }
 
+  #inFlight = 0;
+
+  busy(): boolean {
+    return this.#inFlight > 0;
+  }
+
   async embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
     if (inputs.length === 0) return [];
+    this.#inFlight++;
+    try {
+      return await this.#embed(inputs);
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  async #embed(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
     const { tf, model, padId } = this.#parts;
     const batch = inputs.length;
     const seq = Math.max(...inputs.map((ids) => ids.length));

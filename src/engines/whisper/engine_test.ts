@@ -8,7 +8,7 @@ import { findLibrary, WhisperLibraryMissing } from "./ffi.ts";
 import { whisperLoader } from "./mod.ts";
 
 const MODEL_DIR = fileURLToPath(new URL("../../../models/generated/whisper-tiny-test/", import.meta.url));
-const silentLog = { info() {}, warn() {}, error() {} };
+const silentLog = { debug() {}, info() {}, warn() {}, error() {} };
 const LOAD: LoadContext = { modelsDir: MODEL_DIR, threads: 2, allowRemote: false, log: silentLog };
 
 function entry(path = MODEL_DIR, options: Record<string, unknown> = { file: "ggml-model.bin" }): ModelEntry {
