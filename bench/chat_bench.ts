@@ -161,12 +161,19 @@ try {
     minTokens: 0,
     ignoreEos: true,
     stop: [],
-    sampling: { temperature: 1, topP: 1, topK: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: new Map() },
+    sampling: {
+      temperature: 1,
+      topP: 1,
+      topK: 0,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      logitBias: new Map(),
+    },
     logprobs: null,
   };
 
   /** In-process: template + tokenize + generate, timed like a client would see it. */
-  async function inProcess(): Promise<Timing> {
+  const inProcess = async (): Promise<Timing> => {
     const t0 = performance.now();
     const prompt = engine.prompt(messages);
     let first = 0;
@@ -184,7 +191,7 @@ try {
     }
     if (tokens !== newTokens) throw new Error(`in-process generated ${tokens} tokens, not ${newTokens}`);
     return { ttft: first - t0, decodeTps: (tokens - 1) / ((end - first) / 1000), tokens, text };
-  }
+  };
 
   // The HTTP client runs in its own process, driven over its stdin/stdout.
   const client = new Deno.Command(Deno.execPath(), {
@@ -209,7 +216,7 @@ try {
   };
 
   /** Through the server: streamed over HTTP to the client process. */
-  async function served(): Promise<Timing> {
+  const served = async (): Promise<Timing> => {
     await clientWriter.write(new TextEncoder().encode(JSON.stringify(request) + "\n"));
     let i;
     while ((i = clientBuf.indexOf("\n")) < 0) {
@@ -219,9 +226,11 @@ try {
     }
     const timing = JSON.parse(clientBuf.slice(0, i)) as Timing;
     clientBuf = clientBuf.slice(i + 1);
-    if (timing.tokens !== newTokens) throw new Error(`the server generated ${timing.tokens} tokens, not ${newTokens}`);
+    if (timing.tokens !== newTokens) {
+      throw new Error(`the server generated ${timing.tokens} tokens, not ${newTokens}`);
+    }
     return timing;
-  }
+  };
 
   // Warm-up, and the same tokens both ways.
   const a = await inProcess();
@@ -248,12 +257,16 @@ try {
     "| path | median TTFT ms | median decode tokens/s |",
     "|---|---:|---:|",
     ...Object.entries(runs).map(([name, ts]) =>
-      `| ${name} | ${median(ts.map((t) => t.ttft)).toFixed(1)} | ${median(ts.map((t) => t.decodeTps)).toFixed(1)} |`
+      `| ${name} | ${median(ts.map((t) => t.ttft)).toFixed(1)} | ${
+        median(ts.map((t) => t.decodeTps)).toFixed(1)
+      } |`
     ),
     "",
     `server / in-process decode speed: ${(decodeRatio * 100).toFixed(1)}% (goal >= 97%) ` +
     `${decodeRatio >= 0.97 ? "met" : "NOT met"}`,
-    `TTFT added by the server: ${ttftAdded.toFixed(1)} ms (goal < 10 ms) ${ttftAdded < 10 ? "met" : "NOT met"}`,
+    `TTFT added by the server: ${ttftAdded.toFixed(1)} ms (goal < 10 ms) ${
+      ttftAdded < 10 ? "met" : "NOT met"
+    }`,
     "Ratios are medians of per-round figures (the two paths ran back to back in each round).",
   ];
   console.log(lines.join("\n"));
