@@ -130,7 +130,7 @@ function stackMask(top: Frame, ix: VocabIndex): TokenMask {
   const mask = new Uint32Array(ix.words);
   if (top.kind === K_STR && top.ph === 1 && top.b === 0) {
     // Inside a string body: plain tokens stay in it whatever the stack below; only the rest needs a walk.
-    mask.set(ix.plain[0]);
+    mask.set(ix.plain[top.a]);
     walk(ix.special, 0, [top], mask, 0);
   } else walk(ix.full, 0, [top], mask, 0);
   if (isComplete(top)) { for (const id of ix.eos) mask[id >>> 5] |= 1 << (id & 31); }
