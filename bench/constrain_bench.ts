@@ -9,6 +9,7 @@
 import { applyMask, type Grammar, maskIds } from "../src/engines/constrain/matcher.ts";
 import { compileJsonSchema, jsonObjectGrammar } from "../src/engines/constrain/schema.ts";
 import { prng, syntheticVocab } from "../src/engines/constrain/synthetic_vocab.ts";
+import { tokenBytesFromTokenizerJson } from "../src/engines/constrain/token_bytes.ts";
 import { toolCallGrammar } from "../src/engines/constrain/tool_grammar.ts";
 import { VocabIndex } from "../src/engines/constrain/vocab.ts";
 
@@ -168,7 +169,10 @@ const base: number[] = [];
 const baseMs = mean(base.slice(50));
 
 const cases: [string, (run: number) => Grammar][] = [
-  ["json_schema (nested object/array/enum)", (run) => compileJsonSchema({ ...SCHEMA, $comment: `run ${run}` })],
+  [
+    "json_schema (nested object/array/enum)",
+    (run) => compileJsonSchema({ ...SCHEMA, $comment: `run ${run}` }),
+  ],
   ["json_object", (run) => run === 0 ? jsonObjectGrammar() : freshObject(run)],
   ["tool call (3 tools, parallel)", (run) => toolCallGrammar(TOOLS, { parallel: true, maxCalls: 2 + run })],
 ];
@@ -179,7 +183,14 @@ function freshObject(run: number): Grammar {
 }
 
 // Warm the JIT on a throwaway grammar so the first case is not charged for compilation of the code itself.
-for (let i = 0; i < 3; i++) walk(compileJsonSchema({ ...SCHEMA, $comment: `jit ${i}` }), ix, 100 + i, logits, { mask: [], apply: [], accept: [], tokens: 0 });
+for (let i = 0; i < 3; i++) {
+  walk(compileJsonSchema({ ...SCHEMA, $comment: `jit ${i}` }), ix, 100 + i, logits, {
+    mask: [],
+    apply: [],
+    accept: [],
+    tokens: 0,
+  });
+}
 
 const rows: string[] = [];
 for (const [name, make] of cases) {
@@ -205,12 +216,34 @@ for (const [name, make] of cases) {
 console.log(`\n## Constrained decoding core (vocab ${VOCAB}, ${RUNS} runs x ~${TOKENS} tokens)\n`);
 console.log(
   `Vocabulary: ${ix.stats.usable} usable tokens, trie ${ix.stats.fullNodes} nodes; ${ix.stats.specialTokens} ` +
-    `string-special tokens (trie ${ix.stats.specialNodes} nodes). Synthetic vocab generated in ${vocabMs.toFixed(0)} ms.`,
+    `string-special tokens (trie ${ix.stats.specialNodes} nodes). Synthetic vocab generated in ${
+      vocabMs.toFixed(0)
+    } ms.`,
 );
 console.log(
-  `Index build (once per tokenizer): ${Math.min(...builds).toFixed(1)} ms best of 3, ${mean(builds).toFixed(1)} ms mean.`,
+  `Index build (once per tokenizer): ${Math.min(...builds).toFixed(1)} ms best of 3, ${
+    mean(builds).toFixed(1)
+  } ms mean.`,
 );
-console.log(`Baseline (softmax + sample over ${VOCAB} logits): ${baseMs.toFixed(3)} ms/step.\n`);
+console.log(`Baseline (softmax + sample over ${VOCAB} logits): ${baseMs.toFixed(3)} ms/step.`);
+// The generated SmolLM2-shaped model's own tokenizer (when present): the path the chat engine takes.
+const smol = new URL("../models/generated/bench/smollm2-135m-instruct/tokenizer.json", import.meta.url);
+try {
+  const json = JSON.parse(await Deno.readTextFile(smol));
+  t = performance.now();
+  const bytes = tokenBytesFromTokenizerJson(json);
+  const mid = performance.now();
+  const real = VocabIndex.build(bytes, [0, 2]);
+  console.log(
+    `Generated SmolLM2-135M tokenizer.json (${bytes.length} ids): token bytes ${
+      (mid - t).toFixed(1)
+    } ms + index ` +
+      `${(performance.now() - mid).toFixed(1)} ms (trie ${real.stats.fullNodes} nodes).`,
+  );
+} catch {
+  console.log("(generated SmolLM2 tokenizer not present: `deno task models:bench` makes it)");
+}
+console.log("");
 console.log(
   "| grammar | cache | tokens/run | mask mean ms | mask p99 ms | mask max ms | applyMask ms | accept ms | total ms/step | vs baseline | of a 20 ms decode step |",
 );

@@ -91,7 +91,8 @@ export const ChatCompletionRequest = z.looseObject({
   n: nullable(z.number().int().min(1).max(128)),
   max_tokens: nullable(z.number().int().min(1)),
   max_completion_tokens: nullable(z.number().int().min(1)),
-  stop: nullable(z.union([z.string(), z.array(z.string()).max(4)])),
+  // At most 4 stop sequences: checked below so the 400 names `stop` with OpenAI's array code.
+  stop: nullable(z.union([z.string(), z.array(z.string())])),
   stream: nullable(z.boolean()),
   stream_options: nullable(z.looseObject({ include_usage: z.boolean().optional() })),
   // OpenAI takes any 64-bit integer; JSON numbers beyond 2^53 arrive rounded but still integral.
@@ -110,6 +111,16 @@ export const ChatCompletionRequest = z.looseObject({
   min_tokens: nullable(z.number().int().min(0)),
   ignore_eos: nullable(z.boolean()),
 }).superRefine((r, ctx) => {
+  if (Array.isArray(r.stop) && r.stop.length > 4) {
+    ctx.addIssue({
+      code: "too_big",
+      origin: "array",
+      maximum: 4,
+      inclusive: true,
+      input: r.stop,
+      path: ["stop"],
+    });
+  }
   if (r.top_logprobs != null && r.logprobs !== true) {
     ctx.addIssue({
       code: "custom",

@@ -605,3 +605,44 @@ Deno.test("chat completions: a full queue answers 429 with Retry-After", async (
     await s.close();
   }
 });
+
+Deno.test("chat completions: several models at once; one that can't load answers 503 and the rest keep working", async () => {
+  const s = await startTestServer({
+    manifest: {
+      defaults: { chat: MODEL },
+      aliases: {},
+      models: {
+        [MODEL]: { task: "chat", path: "generated/chat-tiny", dtype: "fp32", device: "cpu" },
+        "chat-tiny-q4": { task: "chat", path: "generated/chat-tiny", dtype: "q4", device: "cpu" },
+        "chat-absent": { task: "chat", repo: "acme/absent-chat-model", dtype: "q4", device: "cpu" },
+      },
+    },
+  });
+  try {
+    // Both loaded models answer, concurrently, each from its own queue.
+    const [a, b] = await Promise.all([
+      s.client.chat.completions.create({ model: MODEL, messages: hi as never }),
+      s.client.chat.completions.create({ model: "chat-tiny-q4", messages: hi as never }),
+    ]);
+    assert.equal(a.choices[0].message.content, HELLO);
+    assert.equal(b.choices[0].message.content, HELLO);
+    assert.equal(b.model, "chat-tiny-q4");
+    const queues = s.server.registry.queues().map((q) => q.model).sort();
+    assert.deepEqual(queues, [MODEL, "chat-tiny-q4"]);
+    // The absent one: 503 naming the missing files and how to get them, streamed or not.
+    for (const stream of [false, true]) {
+      const res = await postRaw(
+        `${s.url}/v1/chat/completions`,
+        JSON.stringify({ model: "chat-absent", messages: hi, stream }),
+      );
+      assert.equal(res.status, 503);
+      const err = errorOf(res.json);
+      assert.match(err.message, /onnx\/model_q4\.onnx/);
+      assert.match(err.message, /acme\/absent-chat-model/);
+    }
+    const again = await s.client.chat.completions.create({ model: MODEL, messages: hi as never });
+    assert.equal(again.choices[0].message.content, HELLO);
+  } finally {
+    await s.close();
+  }
+});

@@ -9,8 +9,11 @@ import { type TokenTrie, VocabIndex } from "./vocab.ts";
 /** Allowed tokens: bit (id & 31) of word (id >>> 5). Shared from caches: never modify one. */
 export type TokenMask = Uint32Array;
 
-/** Most cached masks per grammar and vocabulary (each is vocab/8 bytes: 6 KiB at 49152 tokens). */
-const MASK_CACHE_LIMIT = 1024;
+/**
+ * Bytes of cached masks per grammar and vocabulary (a mask is vocab/8 bytes: 6 KiB at 49152 tokens, so
+ * ~680 states; typical schemas visit under 100). With at most 16 memoized grammars this bounds the caches.
+ */
+const MASK_CACHE_BYTES = 4 << 20;
 
 export interface SchemaIssue {
   keyword: string;
@@ -54,7 +57,7 @@ export class Grammar {
         for (let w = 0; w < m.length; w++) m[w] |= sm[w];
       }
     }
-    if (cache.size >= MASK_CACHE_LIMIT) cache.clear();
+    if (cache.size * ix.words * 4 >= MASK_CACHE_BYTES) cache.clear();
     cache.set(key, m);
     return m;
   }
@@ -129,9 +132,11 @@ export class Matcher {
 function stackMask(top: Frame, ix: VocabIndex): TokenMask {
   const mask = new Uint32Array(ix.words);
   if (top.kind === K_STR && top.ph === 1 && top.b === 0) {
-    // Inside a string body: plain tokens stay in it whatever the stack below; only the rest needs a walk.
+    // Inside a string body: plain tokens stay in it whatever the stack below; only the rest needs a walk,
+    // and at a character boundary only from their first quote/backslash/control byte on.
     mask.set(ix.plain[top.a]);
-    walk(ix.special, 0, [top], mask, 0);
+    if (top.a === 0) walk(ix.tails, 0, [top], mask, 0);
+    else walk(ix.special, 0, [top], mask, 0);
   } else walk(ix.full, 0, [top], mask, 0);
   if (isComplete(top)) { for (const id of ix.eos) mask[id >>> 5] |= 1 << (id & 31); }
   return mask;

@@ -52,9 +52,13 @@ Deno.test("matcher: each mask is exactly the set of tokens the recognizer accept
       properties: {
         s: { type: "string" },
         n: { type: "number", minimum: -5, exclusiveMaximum: 12.5 },
-        e: { enum: ["é", "a\"b", 12, 123, null] },
+        e: { enum: ["é", 'a"b', 12, 123, null] },
         arr: { type: "array", items: { type: ["integer", "null"] }, minItems: 1, maxItems: 3 },
-        o: { anyOf: [{ type: "object", properties: { k: { type: "string" } }, required: ["k"] }, { type: "boolean" }] },
+        o: {
+          anyOf: [{ type: "object", properties: { k: { type: "string" } }, required: ["k"] }, {
+            type: "boolean",
+          }],
+        },
       },
       required: ["s", "n", "e", "arr"],
       additionalProperties: false,
@@ -73,8 +77,10 @@ Deno.test("matcher: each mask is exactly the set of tokens the recognizer accept
         for (let id = 0; id < ix.size; id++) {
           const ok = m.clone().accept(id);
           if (ok !== maskHas(mask, id)) {
-            assert.fail(`token ${id} ${JSON.stringify(new TextDecoder().decode(ix.tokens[id] ?? new Uint8Array()))}: ` +
-              `mask says ${maskHas(mask, id)}, recognizer says ${ok} (schema ${JSON.stringify(schema)})`);
+            assert.fail(
+              `token ${id} ${JSON.stringify(new TextDecoder().decode(ix.tokens[id] ?? new Uint8Array()))}: ` +
+                `mask says ${maskHas(mask, id)}, recognizer says ${ok} (schema ${JSON.stringify(schema)})`,
+            );
           }
         }
         checked++;
@@ -90,7 +96,8 @@ Deno.test("matcher: each mask is exactly the set of tokens the recognizer accept
 
 Deno.test("matcher: after a complete object only EOS is allowed; EOS is refused before", () => {
   const { index, vocab } = sharedVocab();
-  const m = compileJsonSchema({ type: "object", properties: { a: { type: "integer" } }, required: ["a"] }).matcher(index);
+  const m = compileJsonSchema({ type: "object", properties: { a: { type: "integer" } }, required: ["a"] })
+    .matcher(index);
   assert.ok(!maskHas(m.mask(), vocab.eos[0]));
   assert.equal(m.accept(vocab.eos[0]), false);
   assert.ok(m.acceptBytes(new TextEncoder().encode('{"a": 12')));
@@ -111,7 +118,8 @@ Deno.test("matcher: after a complete object only EOS is allowed; EOS is refused 
 
 Deno.test("matcher: special tokens and tokens that break JSON are never allowed", () => {
   const { index, vocab } = sharedVocab();
-  const m = compileJsonSchema({ type: "object", properties: { s: { type: "string" } }, required: ["s"] }).matcher(index);
+  const m = compileJsonSchema({ type: "object", properties: { s: { type: "string" } }, required: ["s"] })
+    .matcher(index);
   assert.ok(m.acceptBytes(new TextEncoder().encode('{"s": "')));
   const mask = m.mask();
   assert.ok(!maskHas(mask, 1), "special token without bytes");
@@ -129,7 +137,12 @@ Deno.test("matcher: special tokens and tokens that break JSON are never allowed"
 
 Deno.test("matcher: masks are memoized per state, and a repeated schema reuses its grammar", () => {
   const { index } = sharedVocab();
-  const schema = { type: "object", properties: { a: { type: "string" } }, required: ["a"], additionalProperties: false };
+  const schema = {
+    type: "object",
+    properties: { a: { type: "string" } },
+    required: ["a"],
+    additionalProperties: false,
+  };
   const g = compileJsonSchema(schema);
   assert.equal(compileJsonSchema(structuredClone(schema)), g);
   const m1 = g.matcher(index), m2 = g.matcher(index);

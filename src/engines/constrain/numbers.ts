@@ -1,8 +1,10 @@
 // Owns number grammar arithmetic: digit caps, and minimum/maximum/exclusive bounds checked exactly.
 // A number being typed is (sign, integer digits, fraction digits). Values are compared in "grid units"
-// (value × 10^fracDigits, a BigInt), so no float rounding creeps in; exclusive bounds become inclusive ones at
-// the neighbouring double, which keeps the check sound against validators that compare parsed doubles
-// (x ≤ nextDown(max) exactly implies parse(x) < max, since rounding is monotonic).
+// (value × 10^fracDigits, a BigInt), so no float rounding creeps in. Validators compare the *parsed double*
+// with the bound, so a bound is turned into the exact set of decimals that parse to a double within it:
+// parse(x) <= max exactly when x lies below the midpoint between max and the next double up (on the midpoint,
+// round-half-even decides); an exclusive bound is the inclusive one at the neighbouring double. So "0.3"
+// passes `maximum: 0.3` although 0.3 is a hair above the double 0.3.
 
 /** Phases of a number being typed. */
 export const N_START = 0, N_SIGN = 1, N_ZERO = 2, N_INT = 3, N_DOT = 4, N_FRAC = 5;
@@ -34,11 +36,11 @@ export function numSpec(integer: boolean, bounds: NumBounds, intDigits = 15, fra
   const maxMag = POW10[intDigits] * g - 1n;
   let lo: bigint | null = null, hi: bigint | null = null;
   const lower = (x: number) => {
-    const v = ceilScaled(x, frac);
+    const v = lowestAtLeast(x, frac);
     if (lo === null || v > lo) lo = v;
   };
   const upper = (x: number) => {
-    const v = floorScaled(x, frac);
+    const v = highestAtMost(x, frac);
     if (hi === null || v < hi) hi = v;
   };
   if (bounds.minimum !== undefined) lower(bounds.minimum);
@@ -154,6 +156,43 @@ export function floorScaled(x: number, frac: number): bigint {
   const n = num * POW10[frac];
   const q = n / den;
   return n % den !== 0n && n < 0n ? q - 1n : q;
+}
+
+/** The largest grid value (units of 10^-frac) whose decimal parses to a double <= x. */
+export function highestAtMost(x: number, frac: number): bigint {
+  const up = nextUp(x);
+  if (!Number.isFinite(up)) return floorScaled(x, frac);
+  const [n, d] = midpoint(x, up);
+  const num = n * POW10[frac];
+  const q = floorDiv(num, d);
+  // Exactly on the midpoint: round-half-even sends it to x only when x's significand is even.
+  return num % d === 0n && !isEven(x) ? q - 1n : q;
+}
+
+/** The smallest grid value whose decimal parses to a double >= x. */
+export function lowestAtLeast(x: number, frac: number): bigint {
+  const down = nextDown(x);
+  if (!Number.isFinite(down)) return ceilScaled(x, frac);
+  const [n, d] = midpoint(down, x);
+  const num = n * POW10[frac];
+  const q = -floorDiv(-num, d);
+  return num % d === 0n && !isEven(x) ? q + 1n : q;
+}
+
+function floorDiv(n: bigint, d: bigint): bigint {
+  const q = n / d;
+  return n % d !== 0n && n < 0n ? q - 1n : q;
+}
+
+/** (a + b) / 2 as an exact fraction. */
+function midpoint(a: number, b: number): [bigint, bigint] {
+  const [na, da] = exact(a), [nb, db] = exact(b);
+  return [na * db + nb * da, 2n * da * db];
+}
+
+function isEven(x: number): boolean {
+  f64[0] = x;
+  return (u64[0] & 1n) === 0n;
 }
 
 /** A finite double as an exact fraction num/2^k. */

@@ -65,10 +65,19 @@ export function initial(node: Node): Frame {
   return new Frame(K_VAL, node, END, 0, 0, 0, 0, 0);
 }
 
+/** The signature of a whole stack (cached per frame; iterative, as a document may nest deeply). */
 export function chainSig(f: Frame): string {
   if (f.sig !== undefined) return f.sig;
-  const own = `${f.kind}.${f.node ? f.node.id : -1}.${f.ph}.${f.a}.${f.b}.${f.c}.${f.d}`;
-  return f.sig = f.up ? own + "/" + chainSig(f.up) : own;
+  const pending: Frame[] = [];
+  let x: Frame | null = f;
+  for (; x && x.sig === undefined; x = x.up) pending.push(x);
+  let below = x ? x.sig! : null;
+  for (let i = pending.length - 1; i >= 0; i--) {
+    const p = pending[i];
+    const own = `${p.kind}.${p.node ? p.node.id : -1}.${p.ph}.${p.a}.${p.b}.${p.c}.${p.d}`;
+    below = p.sig = below === null ? own : own + "/" + below;
+  }
+  return f.sig!;
 }
 
 // ------------------------------------------------------------------------------------------- byte classes

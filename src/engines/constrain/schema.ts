@@ -85,6 +85,11 @@ const TYPES = new Set(["object", "array", "string", "number", "integer", "boolea
 
 type Schema = Record<string, unknown>;
 
+/** Limits far above OpenAI's own (10 levels of nesting, 5000 properties, 1000 enum values). */
+const MAX_DEPTH = 100;
+const MAX_NODES = 100_000;
+const MAX_ENUM = 10_000;
+
 function isObject(v: unknown): v is Schema {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -102,6 +107,7 @@ export class SchemaCompiler {
   readonly #ws: number;
   readonly #intDigits: number;
   readonly #fracDigits: number;
+  #depth = 0;
 
   constructor(readonly f: NodeFactory, readonly root: unknown, opts: CompileOptions = {}) {
     this.#strict = opts.strict ?? true;
@@ -136,6 +142,17 @@ export class SchemaCompiler {
   }
 
   compile(s: unknown, path = "#"): Node {
+    // Bounded so that no schema can exhaust the stack or memory (an error, not a crash).
+    if (++this.#depth > MAX_DEPTH) throw this.#invalid("", path, `nested deeper than ${MAX_DEPTH} levels`);
+    if (this.f.all.length > MAX_NODES) throw this.#invalid("", path, `more than ${MAX_NODES} schema nodes`);
+    try {
+      return this.#compile(s, path);
+    } finally {
+      this.#depth--;
+    }
+  }
+
+  #compile(s: unknown, path: string): Node {
     if (s === true) return this.any();
     if (s === false) return this.f.alt([]);
     if (!isObject(s)) throw this.#invalid("", path, "a schema must be an object or a boolean");
@@ -199,6 +216,7 @@ export class SchemaCompiler {
         if (!Array.isArray(s.enum) || s.enum.length === 0) {
           throw this.#invalid("enum", path, "enum must be a non-empty array");
         }
+        if (s.enum.length > MAX_ENUM) throw this.#invalid("enum", path, `more than ${MAX_ENUM} values`);
         values = s.enum;
         if (s.const !== undefined) {
           values = values.filter((v) => JSON.stringify(v) === JSON.stringify(s.const));
@@ -402,7 +420,7 @@ export function finish(f: NodeFactory, root: Node, ignored: SchemaIssue[], check
 }
 
 const compiled = new Map<string, Grammar>();
-const COMPILED_LIMIT = 32;
+const COMPILED_LIMIT = 16;
 
 /** Memoizes grammars by key (most recently used kept), so repeated schemas share their mask caches. */
 export function memoGrammar(key: string, make: () => Grammar): Grammar {

@@ -3,7 +3,7 @@
 // JSON Schema generator over the supported subset, and an independent validator (ajv).
 import Ajv from "ajv";
 import { type Grammar, maskHas, maskIds } from "./matcher.ts";
-import { syntheticVocab, type SyntheticVocab } from "./synthetic_vocab.ts";
+import { type SyntheticVocab, syntheticVocab } from "./synthetic_vocab.ts";
 import { VocabIndex } from "./vocab.ts";
 
 let shared: { vocab: SyntheticVocab; index: VocabIndex; byte: Int32Array } | undefined;
@@ -57,7 +57,9 @@ export function randomWalk(
         throw new Error(`completion byte ${c[0]} not allowed after ${JSON.stringify(decode(out))}`);
       }
     }
-    if (!m.accept(id)) throw new Error(`accept refused allowed token ${id} after ${JSON.stringify(decode(out))}`);
+    if (!m.accept(id)) {
+      throw new Error(`accept refused allowed token ${id} after ${JSON.stringify(decode(out))}`);
+    }
     tokens.push(id);
     if (ix.eos.includes(id)) break;
     out.push(...ix.tokens[id]!);
@@ -84,8 +86,22 @@ export function validate(schema: unknown, value: unknown): string | null {
 
 // ------------------------------------------------------------------------------------------- schemas
 
-const KEYS = ["a", "ab", "abc", "b", "name", "é", "中文", 'q"uote', "back\\slash", "new\nline", "", "k 1", "😀"];
-const STRINGS = ["x", "xy", "", "é", "a\"b", "tab\t", "中", "😀 ok", "line\nbreak", "\\", "</tool_call>"];
+const KEYS = [
+  "a",
+  "ab",
+  "abc",
+  "b",
+  "name",
+  "é",
+  "中文",
+  'q"uote',
+  "back\\slash",
+  "new\nline",
+  "",
+  "k 1",
+  "😀",
+];
+const STRINGS = ["x", "xy", "", "é", 'a"b', "tab\t", "中", "😀 ok", "line\nbreak", "\\", "</tool_call>"];
 
 /**
  * A random schema over the supported subset: nested objects (all, some or no required properties; keys that
@@ -120,8 +136,16 @@ export function randomSchema(rand: () => number): Record<string, unknown> {
       if (r < 0.45) return num(false);
       if (r < 0.5) return { type: "boolean" };
       if (r < 0.53) return { type: "null" };
-      if (r < 0.68) return { enum: Array.from({ length: 1 + Math.floor(rand() * 4) }, () => pick(STRINGS)).filter((v, i, a) => a.indexOf(v) === i) };
-      if (r < 0.75) return { enum: [1, 12, 123, -4, 2.5, null, true, "1"].filter(() => rand() < 0.5).concat([0]) };
+      if (r < 0.68) {
+        return {
+          enum: Array.from({ length: 1 + Math.floor(rand() * 4) }, () => pick(STRINGS)).filter((v, i, a) =>
+            a.indexOf(v) === i
+          ),
+        };
+      }
+      if (r < 0.75) {
+        return { enum: [1, 12, 123, -4, 2.5, null, true, "1"].filter(() => rand() < 0.5).concat([0]) };
+      }
       if (r < 0.8) return { const: pick<unknown>(["fixed", 42, false, null, { a: [1, "x"] }]) };
       if (r < 0.9) return { type: ["string", "null"] };
       return { type: ["integer", "boolean"] };

@@ -160,11 +160,32 @@ export class TransformersChat implements ChatEngine {
     return this.#decode(ids);
   }
 
+  /** Generations in flight (the registry never unloads a busy engine). */
+  #running = 0;
+
+  busy(): boolean {
+    return this.#running > 0;
+  }
+
   async *generate(prompt: ChatPrompt, o: ChatGenerateOptions): AsyncGenerator<ChatEvent> {
+    this.#running++;
+    try {
+      yield* this.#generate(prompt, o);
+    } finally {
+      this.#running--;
+    }
+  }
+
+  async *#generate(prompt: ChatPrompt, o: ChatGenerateOptions): AsyncGenerator<ChatEvent> {
     const { tf } = this.#p;
     const signal = o.signal;
     const promptLength = prompt.ids.length;
     if (promptLength === 0) throw new Error("empty prompt");
+    if (promptLength > this.contextLength) {
+      throw new Error(
+        `prompt of ${promptLength} tokens is longer than the context window (${this.contextLength})`,
+      );
+    }
     const maxTokens = Math.max(0, Math.min(o.maxTokens, this.contextLength - promptLength));
     checkAbort(signal);
 
@@ -452,7 +473,7 @@ export async function loadChat(entry: ModelEntry, ctx: LoadContext): Promise<Tra
   const source = resolveChatSource(entry, ctx, files);
   const rt = await transformersRuntime(entry.device, ctx.log);
   const { tf } = rt;
-  const progress = source.cacheDir !== undefined ? downloadProgress(entry.id) : undefined;
+  const progress = source.cacheDir !== undefined ? downloadProgress(entry.id, ctx.log) : undefined;
   const opts = {
     local_files_only: source.cacheDir === undefined,
     ...(source.cacheDir !== undefined ? { cache_dir: source.cacheDir } : {}),

@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import process from "node:process";
 import cliProgress from "cli-progress";
 import { ModelFilesMissing } from "../registry.ts";
-import type { LoadContext, ModelEntry } from "../types.ts";
+import type { LoadContext, Logger, ModelEntry } from "../types.ts";
 
 /** transformers.js's file-name suffix for each dtype (onnx/model<suffix>.onnx). */
 const DTYPE_SUFFIX: Record<string, string> = {
@@ -78,7 +78,7 @@ export function missingMessage(entry: ModelEntry, missing: string[], allowRemote
     (entry.path.includes("generated") ? " or run `deno task models:test` to generate the test models." : ".");
 }
 
-interface ProgressInfo {
+export interface ProgressInfo {
   status: string;
   file?: string;
   loaded?: number;
@@ -86,10 +86,31 @@ interface ProgressInfo {
 }
 
 /**
- * A progress_callback for transformers.js that draws one bar per downloaded file on stderr (when it is a
- * terminal; elsewhere cli-progress stays silent), and stops them all at the end.
+ * A progress_callback for transformers.js. On a terminal: one cli-progress bar per downloaded file on stderr.
+ * Elsewhere (containers, log collectors) bars would be noise: one log line when a file starts and one when it
+ * is complete. (cli-progress itself can't be left to decide: off a terminal it still prints half-formatted
+ * bars when stopped.)
  */
-export function downloadProgress(model: string): { callback: (p: ProgressInfo) => void; stop(): void } {
+export function downloadProgress(
+  model: string,
+  log: Logger,
+  terminal = Deno.stderr.isTerminal(),
+): { callback: (p: ProgressInfo) => void; stop(): void } {
+  const mb = (n: number) => (n / 1e6).toFixed(1);
+  if (!terminal) {
+    const started = new Set<string>();
+    return {
+      callback(p) {
+        if (p.status !== "progress" || !p.file || !p.total) return;
+        if (!started.has(p.file)) {
+          started.add(p.file);
+          log.info("downloading", { model, file: p.file, mb: +mb(p.total) });
+        }
+        if ((p.loaded ?? 0) >= p.total) log.info("downloaded", { model, file: p.file });
+      },
+      stop() {},
+    };
+  }
   const multi = new cliProgress.MultiBar({
     stream: process.stderr,
     format: `${model} {file} [{bar}] {percentage}% {value_mb}/{total_mb} MB`,
@@ -98,7 +119,6 @@ export function downloadProgress(model: string): { callback: (p: ProgressInfo) =
   }, cliProgress.Presets.shades_classic);
   // deno-lint-ignore no-explicit-any
   const bars = new Map<string, any>();
-  const mb = (n: number) => (n / 1e6).toFixed(1);
   return {
     callback(p) {
       if (p.status !== "progress" || !p.file || !p.total) return;
