@@ -6,7 +6,7 @@
 // table and the ratios. (A client inside the server's process would be measured unfairly: the model runs on
 // the main thread, so that client only reads between tokens.)
 //
-//   deno run -A bench/chat_bench.ts [--model DIR] [--dtype fp32|q8|q4] [--rounds 7] [--threads 2]
+//   deno run -A bench/chat_bench.ts [--model DIR] [--dtype fp32|q8|q4] [--rounds 10] [--threads 2]
 //                                   [--prompt-tokens 128] [--new-tokens 64]
 // DIR defaults to the generated SmolLM2-135M-shaped model (`deno task models:bench`), else chat-tiny.
 import { parseArgs } from "node:util";
@@ -36,7 +36,7 @@ const { values } = parseArgs({
   options: {
     model: { type: "string" },
     dtype: { type: "string", default: "fp32" },
-    rounds: { type: "string", default: "7" },
+    rounds: { type: "string", default: "10" },
     threads: { type: "string", default: "2" },
     "prompt-tokens": { type: "string", default: "128" },
     "new-tokens": { type: "string", default: "64" },
@@ -241,10 +241,16 @@ try {
     "in-process": [],
     "server (HTTP, streamed)": [],
   };
-  // Interleaved so drift (thermal, other load) hits both alike.
+  // Interleaved so drift (thermal, other load) hits both alike, in alternating order so neither path always
+  // runs right after the other.
   for (let r = 0; r < rounds; r++) {
-    runs["in-process"].push(await inProcess());
-    runs["server (HTTP, streamed)"].push(await served());
+    if (r % 2 === 0) {
+      runs["in-process"].push(await inProcess());
+      runs["server (HTTP, streamed)"].push(await served());
+    } else {
+      runs["server (HTTP, streamed)"].push(await served());
+      runs["in-process"].push(await inProcess());
+    }
   }
   const inp = runs["in-process"];
   const srv = runs["server (HTTP, streamed)"];

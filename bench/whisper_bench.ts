@@ -37,18 +37,26 @@ function median(xs: number[]): number {
 async function cliRun(model: string): Promise<{ wallMs: number; computeMs: number; text: string }> {
   const t0 = performance.now();
   const out = await new Deno.Command(CLI_PATH, {
-    args: ["-m", model, "-f", JFK, "-t", String(THREADS), "-bs", "1", "-l", "en", "-nt"],
+    // Timestamps stay on (as in the server): the generated models are wired to emit them.
+    args: ["-m", model, "-f", JFK, "-t", String(THREADS), "-bs", "1", "-l", "en"],
     stdout: "piped",
     stderr: "piped",
   }).output();
   const wallMs = performance.now() - t0;
-  if (!out.success) throw new Error(`whisper-cli failed: ${new TextDecoder().decode(out.stderr).slice(-500)}`);
+  if (!out.success) {
+    throw new Error(`whisper-cli failed: ${new TextDecoder().decode(out.stderr).slice(-500)}`);
+  }
   const log = new TextDecoder().decode(out.stderr);
   const ms = (label: string) => Number(new RegExp(`${label} time =\\s*([\\d.]+) ms`).exec(log)?.[1] ?? NaN);
-  return { wallMs, computeMs: ms("total") - ms("load"), text: new TextDecoder().decode(out.stdout).trim() };
+  const text = new TextDecoder().decode(out.stdout).split("\n").map((l) => l.replace(/^\[[^\]]*\]\s*/, "").trim())
+    .filter(Boolean).join(" ");
+  return { wallMs, computeMs: ms("total") - ms("load"), text };
 }
 
-async function serverRun(url: string, wav: Uint8Array<ArrayBuffer>): Promise<{ wallMs: number; text: string }> {
+async function serverRun(
+  url: string,
+  wav: Uint8Array<ArrayBuffer>,
+): Promise<{ wallMs: number; text: string }> {
   const form = new FormData();
   form.append("file", new Blob([wav], { type: "audio/wav" }), "jfk.wav");
   form.append("model", "bench");
@@ -66,10 +74,19 @@ async function benchShape(shape: BenchShape) {
   const manifest = join(dir, "manifest.json");
   await Deno.writeTextFile(
     manifest,
-    JSON.stringify({ models: { bench: { task: "transcription", path: model.slice(join(ROOT, "models").length + 1) } } }),
+    JSON.stringify({
+      models: { bench: { task: "transcription", path: model.slice(join(ROOT, "models").length + 1) } },
+    }),
   );
   const { config } = parseConfig(
-    ["--port=0", "--offline", "--preload", `--threads=${THREADS}`, `--manifest=${manifest}`, "--log-format=json"],
+    [
+      "--port=0",
+      "--offline",
+      "--preload",
+      `--threads=${THREADS}`,
+      `--manifest=${manifest}`,
+      "--log-format=json",
+    ],
     {},
     ROOT,
   );
@@ -102,7 +119,7 @@ async function benchShape(shape: BenchShape) {
       ratioToCliWall: +(s / cw).toFixed(3),
       serverRtf: +(s / 1000 / AUDIO_SECONDS).toFixed(3),
       cliRtf: +(cc / 1000 / AUDIO_SECONDS).toFixed(3),
-      sameText: warm.text.trim() === cliWarm.text.replace(/\s+/g, " ").trim(),
+      sameText: warm.text.trim() === cliWarm.text,
       text: warm.text,
     };
   } finally {
@@ -112,11 +129,21 @@ async function benchShape(shape: BenchShape) {
 }
 
 if (import.meta.main) {
-  await build({ ifMissing: true, force: false, portable: false, jobs: navigator.hardwareConcurrency || 2, cmakeArgs: [] });
+  await build({
+    ifMissing: true,
+    force: false,
+    portable: false,
+    jobs: navigator.hardwareConcurrency || 2,
+    cmakeArgs: [],
+  });
   const results = [];
   for (const shape of values.shapes.split(",") as BenchShape[]) results.push(await benchShape(shape));
-  console.log(`\njfk.wav (${AUDIO_SECONDS} s), ${THREADS} threads, greedy, median of ${RUNS} interleaved runs\n`);
-  console.log("| model | server request | whisper-cli compute | server / cli | server RTF | cli RTF | cli process |");
+  console.log(
+    `\njfk.wav (${AUDIO_SECONDS} s), ${THREADS} threads, greedy, median of ${RUNS} interleaved runs\n`,
+  );
+  console.log(
+    "| model | server request | whisper-cli compute | server / cli | server RTF | cli RTF | cli process |",
+  );
   console.log("|---|---|---|---|---|---|---|");
   for (const r of results) {
     console.log(

@@ -142,7 +142,7 @@ export function createApp(deps: AppDeps): App {
       finish();
       return new Response(req.method === "HEAD" ? null : res.body, { status: res.status, headers });
     }
-    // Log when the body has been fully sent (or the client went away), so streamed token counts are known.
+    // Log when the body has been fully sent or the client went away, so streamed token counts are known.
     let logged = false;
     const once = () => {
       if (!logged) {
@@ -150,7 +150,26 @@ export function createApp(deps: AppDeps): App {
         finish();
       }
     };
-    const body = res.body.pipeThrough(new TransformStream({ flush: once }));
+    const reader = res.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            c.close();
+            once();
+          } else c.enqueue(value);
+        } catch (e) {
+          c.error(e);
+          once();
+        }
+      },
+      async cancel(reason) {
+        // Cancelling the source is how a streaming engine learns the client is gone.
+        await reader.cancel(reason).catch(() => {});
+        once();
+      },
+    });
     req.signal.addEventListener("abort", once, { once: true });
     return new Response(body, { status: res.status, statusText: res.statusText, headers });
   };

@@ -129,3 +129,86 @@ export function errorOf(json: Record<string, unknown>): {
   }
   return err as never;
 }
+
+export interface SpawnedServer {
+  url: string;
+  child: Deno.ChildProcess;
+  /** Every log line so far. */
+  log(): string;
+  /** Resident memory of the server process, in bytes (Linux /proc). */
+  rss(): Promise<number>;
+  /** SIGTERM, then the exit status. */
+  stop(): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Starts `main.ts` as its own process on port 0 with the generated models' manifest (or `manifest`), and waits
+ * for its "listening" line. `denoFlags` go before the script (permissions); `flags` after it.
+ */
+export async function spawnServer(
+  opts: { flags?: string[]; denoFlags?: string[]; manifest?: ManifestJson; env?: Record<string, string> } =
+    {},
+): Promise<SpawnedServer> {
+  const dir = await Deno.makeTempDir({ prefix: "oai-spawn-" });
+  const manifest = join(dir, "manifest.json");
+  await Deno.writeTextFile(manifest, JSON.stringify(opts.manifest ?? GENERATED_MODELS));
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...(opts.denoFlags ?? ["-A"]),
+      join(REPO_ROOT, "main.ts"),
+      "--port=0",
+      `--models-dir=${MODELS_DIR}`,
+      `--manifest=${manifest}`,
+      "--offline",
+      "--no-preload",
+      "--log-format=json",
+      ...(opts.flags ?? []),
+    ],
+    cwd: REPO_ROOT,
+    env: opts.env,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  let url = "";
+  while (!url) {
+    const { value, done } = await reader.read();
+    if (done) {
+      await child.status;
+      throw new Error(`server exited before listening:\n${buffered}`);
+    }
+    buffered += value;
+    url = /"url":"(http:\/\/[^"]+)"/.exec(buffered)?.[1] ?? "";
+  }
+  // Keep draining the log so the child never blocks on a full pipe.
+  const drained = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffered += value;
+    }
+  })();
+  return {
+    url,
+    child,
+    log: () => buffered,
+    rss: async () => {
+      const status = await Deno.readTextFile(`/proc/${child.pid}/status`);
+      return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+    },
+    stop: async () => {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+      const status = await child.status;
+      await drained;
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      return status;
+    },
+  };
+}

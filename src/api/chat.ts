@@ -217,23 +217,28 @@ async function* admitted(run: Run): AsyncGenerator<ChatEvent> {
   const queue = run.ctx.registry.queue(run.entry, CONCURRENCY);
   const permit = await queue.acquire(run.ctx.signal);
   const admittedAt = performance.now();
-  let completionTokens = 0;
-  let ttft: number | undefined;
+  const { ctx } = run;
+  // Noted as generation goes, so a request cut short by its client is logged with what it did produce.
+  ctx.note({ model: run.entry.id, promptTokens: run.reply.promptTokens, completionTokens: 0 });
+  let finished = 0;
+  let first = true;
   try {
     for await (const ev of run.engine.generate(run.prompt, run.options)) {
-      if (ev.type === "delta") ttft ??= (performance.now() - run.started) / 1000;
-      else if (ev.type === "finish") completionTokens += ev.completionTokens;
+      if (ev.type === "delta") {
+        if (first) {
+          first = false;
+          ctx.note({ ttft: (performance.now() - run.started) / 1000 });
+        }
+        ctx.note({ completionTokens: finished + ev.tokens });
+      } else if (ev.type === "finish") {
+        finished += ev.completionTokens;
+        ctx.note({ completionTokens: finished });
+      }
       yield ev;
     }
   } finally {
     permit.release();
     queue.observe((performance.now() - admittedAt) / 1000);
-    run.ctx.note({
-      model: run.entry.id,
-      promptTokens: run.reply.promptTokens,
-      completionTokens,
-      ...(ttft !== undefined ? { ttft } : {}),
-    });
   }
 }
 

@@ -164,7 +164,8 @@ export interface ChatGenerateOptions {
 export type ChatEvent =
   /** Prefill is done for this choice; deltas follow. */
   | { type: "start"; choice: number }
-  | { type: "delta"; choice: number; delta: ChatDelta; logprobs: ChatTokenLogprob[] | null }
+  /** `tokens`: tokens generated so far in this choice (so an aborted request still knows its count). */
+  | { type: "delta"; choice: number; delta: ChatDelta; logprobs: ChatTokenLogprob[] | null; tokens: number }
   | { type: "finish"; choice: number; reason: ChatFinishReason; completionTokens: number };
 
 export interface ChatEngine extends Engine {

@@ -93,6 +93,14 @@ export function errorBody(err: ApiError): ErrorBody {
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof DOMException && err.name === "TimeoutError") {
+    // The server's own per-request wall-clock limit (--request-timeout-ms) ran out.
+    return new ApiError({
+      status: 408,
+      message: "The request took longer than the server's time limit for one request.",
+      code: "request_timeout",
+    });
+  }
   if (err instanceof DOMException && err.name === "AbortError") {
     // Only reachable when the client went away; the status is never seen by anyone.
     return new ApiError({ status: 499, message: "Client closed request.", type: "invalid_request_error" });

@@ -2,8 +2,7 @@
 // the error envelope for every client mistake, auth, CORS, request ids, and graceful shutdown.
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { join } from "node:path";
-import { errorOf, GENERATED_MODELS, MODELS_DIR, postRaw, REPO_ROOT, startTestServer } from "../helpers.ts";
+import { errorOf, GENERATED_MODELS, postRaw, spawnServer, startTestServer } from "../helpers.ts";
 
 const MANIFEST = {
   ...GENERATED_MODELS,
@@ -156,50 +155,20 @@ Deno.test("cors and request ids", async () => {
 });
 
 Deno.test("graceful shutdown: SIGTERM lets an in-flight request finish, then exits 0", async () => {
-  const manifest = join(await Deno.makeTempDir(), "m.json");
-  await Deno.writeTextFile(manifest, JSON.stringify(MANIFEST));
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      join(REPO_ROOT, "main.ts"),
-      "--port=0",
-      `--models-dir=${MODELS_DIR}`,
-      `--manifest=${manifest}`,
-      "--offline",
-      "--no-preload",
-      "--log-format=json",
-    ],
-    stderr: "piped",
-    stdout: "null",
-  }).spawn();
-  const lines = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
-  let url = "";
-  while (!url) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`server exited early: ${buffered}`);
-    buffered += value;
-    url = /"url":"(http:\/\/[^"]+)"/.exec(buffered)?.[1] ?? "";
-  }
-  // Drain the rest of the log so the child never blocks on a full pipe.
-  const drained = (async () => {
-    while (!(await lines.read()).done);
-  })();
-
+  const server = await spawnServer({ manifest: MANIFEST });
   // An upload that is still arriving when SIGTERM comes.
   const enc = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
     async start(c) {
       c.enqueue(enc.encode('{"model": "embed-tiny", '));
       await new Promise((r) => setTimeout(r, 400));
-      child.kill("SIGTERM");
+      server.child.kill("SIGTERM");
       await new Promise((r) => setTimeout(r, 400));
       c.enqueue(enc.encode('"input": 5}'));
       c.close();
     },
   });
-  const res = await fetch(`${url}/v1/embeddings`, {
+  const res = await fetch(`${server.url}/v1/embeddings`, {
     method: "POST",
     body,
     headers: { "content-type": "application/json" },
@@ -207,8 +176,9 @@ Deno.test("graceful shutdown: SIGTERM lets an in-flight request finish, then exi
   } as RequestInit);
   assert.equal(res.status, 400, "the in-flight request was served to the end");
   errorOf(await res.json());
-  const status = await child.status;
-  await drained;
+  const status = await server.stop();
   assert.equal(status.code, 0);
-  assert.match(buffered + "", /listening/);
+  assert.match(server.log(), /"msg":"stopped"/);
+  // Once stopped, nothing listens any more.
+  await assert.rejects(fetch(`${server.url}/health`));
 });

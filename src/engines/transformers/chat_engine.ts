@@ -267,7 +267,13 @@ export class TransformersChat implements ChatEngine {
                 : [];
               if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
               for (let i = 0; i < deltas.length; i++) {
-                yield { type: "delta", choice, delta: deltas[i], logprobs: i === 0 ? lps : null };
+                yield {
+                  type: "delta",
+                  choice,
+                  delta: deltas[i],
+                  logprobs: i === 0 ? lps : null,
+                  tokens: generated,
+                };
               }
             }
             if (finish !== null) break;
@@ -284,7 +290,9 @@ export class TransformersChat implements ChatEngine {
             row = next.row;
           }
           if (parser) {
-            for (const delta of parser.end()) yield { type: "delta", choice, delta, logprobs: null };
+            for (const delta of parser.end()) {
+              yield { type: "delta", choice, delta, logprobs: null, tokens: generated };
+            }
             if (parser.finishReason) finish = parser.finishReason;
           }
           yield { type: "finish", choice, reason: finish!, completionTokens: generated };
