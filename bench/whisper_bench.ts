@@ -48,7 +48,9 @@ async function cliRun(model: string): Promise<{ wallMs: number; computeMs: numbe
   }
   const log = new TextDecoder().decode(out.stderr);
   const ms = (label: string) => Number(new RegExp(`${label} time =\\s*([\\d.]+) ms`).exec(log)?.[1] ?? NaN);
-  const text = new TextDecoder().decode(out.stdout).split("\n").map((l) => l.replace(/^\[[^\]]*\]\s*/, "").trim())
+  const text = new TextDecoder().decode(out.stdout).split("\n").map((l) =>
+    l.replace(/^\[[^\]]*\]\s*/, "").trim()
+  )
     .filter(Boolean).join(" ");
   return { wallMs, computeMs: ms("total") - ms("load"), text };
 }
