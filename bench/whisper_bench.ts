@@ -99,6 +99,8 @@ async function benchShape(shape: BenchShape) {
   });
   const wav = await Deno.readFile(JFK);
   try {
+    // Let the preload finish first: a request that waits on a load is not what is being measured.
+    await server.registry.load(server.registry.find("bench")!);
     // Warm both: page cache, first state allocation, worker code.
     const warm = await serverRun(server.url, wav);
     const cliWarm = await cliRun(model);
@@ -122,6 +124,7 @@ async function benchShape(shape: BenchShape) {
       serverRtf: +(s / 1000 / AUDIO_SECONDS).toFixed(3),
       cliRtf: +(cc / 1000 / AUDIO_SECONDS).toFixed(3),
       sameText: warm.text.trim() === cliWarm.text,
+      samples: { serverMs: server_.map(Math.round), cliComputeMs: cliCompute.map(Math.round) },
       text: warm.text,
     };
   } finally {
@@ -130,7 +133,20 @@ async function benchShape(shape: BenchShape) {
   }
 }
 
+/**
+ * Other busy processes (or a host that starves this VM) skew both sides; say so with the figures: the load
+ * average and Linux's CPU pressure (share of the last 60 s in which runnable tasks waited for a CPU).
+ */
+async function loadAverage(): Promise<string> {
+  const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "")).split(" ").slice(0, 3).join(" ");
+  const psi = /some avg10=\S+ avg60=(\S+)/.exec(
+    await Deno.readTextFile("/proc/pressure/cpu").catch(() => ""),
+  );
+  return `${load || "n/a"}${psi ? `, cpu pressure ${psi[1]}%` : ""}`;
+}
+
 if (import.meta.main) {
+  const loadBefore = await loadAverage();
   await build({
     ifMissing: true,
     force: false,
@@ -141,8 +157,9 @@ if (import.meta.main) {
   const results = [];
   for (const shape of values.shapes.split(",") as BenchShape[]) results.push(await benchShape(shape));
   console.log(
-    `\njfk.wav (${AUDIO_SECONDS} s), ${THREADS} threads, greedy, median of ${RUNS} interleaved runs\n`,
+    `\njfk.wav (${AUDIO_SECONDS} s), ${THREADS} threads, greedy, median of ${RUNS} interleaved runs`,
   );
+  console.log(`load average before: ${loadBefore}; after: ${await loadAverage()}\n`);
   console.log(
     "| model | server request | whisper-cli compute | server / cli | server RTF | cli RTF | cli process |",
   );

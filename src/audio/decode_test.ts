@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ApiError } from "../http/errors.ts";
-import { decodeAudio, SAMPLE_RATE } from "./decode.ts";
+import { decodeAudio, SAMPLE_RATE, smallWav } from "./decode.ts";
 import { AudioDecodeError, decodeToPcm } from "./decode_core.ts";
 
 type Format = {
@@ -110,8 +110,9 @@ const hasFfmpeg = await new Deno.Command("ffmpeg", { args: ["-version"], stdout:
 
 Deno.test("decode: the worker and the in-thread path agree; an aborted request stops", async () => {
   const bytes = wav({ bits: 16, channels: 2, rate: 44100 }, 1);
-  const a = await decodeAudio(bytes);
+  const a = await decodeAudio(bytes, { worker: true });
   const b = await decodeAudio(bytes, { worker: false });
+  assert.deepEqual(await decodeAudio(bytes), b);
   assert.deepEqual(a, b);
   const aborted = new AbortController();
   aborted.abort();
@@ -126,6 +127,12 @@ Deno.test({
     assert.ok(Math.abs(pcm.length / SAMPLE_RATE - 1.25) < 0.01, `${pcm.length}`);
     await assert.rejects(decodeAudio(au(8000, 1), { ffmpeg: false }), ApiError);
   },
+});
+
+Deno.test("decode: small WAV files decode on the calling thread, the rest in a worker", () => {
+  assert.equal(smallWav(wav({ bits: 16, channels: 1, rate: 16000 }, 1)), true);
+  assert.equal(smallWav(wav({ bits: 16, channels: 2, rate: 48000 }, 6)), false);
+  assert.equal(smallWav(new TextEncoder().encode("ID3 not a wav")), false);
 });
 
 Deno.test("decode: WAV encodings the built-in decoder would misread are refused, not garbled", async () => {

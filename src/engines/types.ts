@@ -173,6 +173,12 @@ export interface ChatEngine extends Engine {
   readonly contextLength: number;
   /** Token ids are below this (the width of the logits). */
   readonly vocabSize: number;
+  /** End-of-sequence token ids (generation_config, config and tokenizer together). */
+  readonly eosIds: ReadonlySet<number>;
+  /** The tokenizer's tokenizer.json, for per-tokenizer indexes (constrained decoding); also its identity key. */
+  readonly tokenizerJson: unknown;
+  /** The chat template's text (e.g. to detect the model's tool-call format). */
+  readonly chatTemplate: string | null;
   /** Sampling defaults from the model's generation_config (used where a request sets none). */
   readonly defaults: { temperature: number; topP: number; topK: number };
   /** Renders and tokenizes a conversation; throws ChatPromptError when the template refuses it. */

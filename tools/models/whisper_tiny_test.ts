@@ -67,7 +67,8 @@ Deno.test("whisper_tiny: generate() writes every tensor the loader expects, dete
     assert.deepEqual(tensors.get("decoder.blocks.0.mlp.0.weight"), [1, [384, 1536]]);
     assert.deepEqual(tensors.get("encoder.blocks.2.mlp_ln.bias"), [0, [384]]);
     const same = await Deno.readFile(join(b, MODEL_FILE));
-    const hash = async (x: Uint8Array<ArrayBuffer>) => new Uint8Array(await crypto.subtle.digest("SHA-256", x));
+    const hash = async (x: Uint8Array<ArrayBuffer>) =>
+      new Uint8Array(await crypto.subtle.digest("SHA-256", x));
     assert.deepEqual(await hash(bytes), await hash(same));
     assert.match(VERSION, /^whisper-tiny-test-\d+$/);
   } finally {

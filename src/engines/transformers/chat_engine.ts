@@ -15,7 +15,6 @@ import type {
   ChatPrompt,
   ChatTokenLogprob,
   ChatTool,
-  DevicePref,
   LoadContext,
   ModelEntry,
 } from "../types.ts";
@@ -79,6 +78,8 @@ export class TransformersChat implements ChatEngine {
   vocabSize = 0;
   readonly eosIds: ReadonlySet<number>;
   readonly tokenTexts: TokenTexts;
+  readonly tokenizerJson: unknown;
+  readonly chatTemplate: string | null;
 
   readonly #p: Parts;
   readonly #cacheNames: [string, string][];
@@ -125,6 +126,15 @@ export class TransformersChat implements ChatEngine {
       : { temperature: 1, topP: 1, topK: 0 };
     this.#decode = (ids) => ids.length ? tokenizer.decode(ids, { skip_special_tokens: true }) : "";
     const json = (tokenizer as unknown as { _tokenizerJSON?: { decoder?: unknown } })._tokenizerJSON;
+    this.tokenizerJson = json;
+    const template = (tokenizer as unknown as { chat_template?: unknown }).chat_template;
+    this.chatTemplate = typeof template === "string"
+      ? template
+      : template && typeof template === "object"
+      ? String(
+        (template as Record<string, unknown>).tool_use ?? (template as Record<string, unknown>).default ?? "",
+      )
+      : null;
     const inner = (tokenizer as unknown as { _tokenizer: { id_to_token(id: number): string | undefined } })
       ._tokenizer;
     this.tokenTexts = new TokenTexts(
@@ -465,9 +475,13 @@ function templateTool(t: ChatTool): Record<string, unknown> {
   };
 }
 
-/** Session options and device for a manifest device preference on the bound runtime. */
-function modelDevice(rt: TransformersRuntime, pref: DevicePref, threads: number) {
-  return { device: rt.device, session_options: rt.sessionOptions(pref, threads, true) };
+/**
+ * Session options and device for a manifest entry on the bound runtime. The manifest's `options.ort_spinning:
+ * true` turns onnxruntime's busy-waiting worker threads back on (for a machine dedicated to one model).
+ */
+function modelDevice(rt: TransformersRuntime, entry: ModelEntry, threads: number) {
+  const spin = entry.options.ort_spinning === true;
+  return { device: rt.device, session_options: rt.sessionOptions(entry.device, threads, true, spin) };
 }
 
 /** The loader registered for the "chat" task. */
@@ -502,7 +516,7 @@ export async function loadChat(entry: ModelEntry, ctx: LoadContext): Promise<Tra
       ...opts,
       dtype: dtype as never,
       ...(modelFileName !== "model" ? { model_file_name: modelFileName } : {}),
-      ...modelDevice(rt, entry.device, ctx.threads),
+      ...modelDevice(rt, entry, ctx.threads),
     } as never);
   } catch (e) {
     if ((e as Error).name === "ModelFileNotFoundError" || e instanceof Deno.errors.NotFound) {

@@ -83,6 +83,9 @@ Deno.test("chat engine: loads chat-tiny, reports its window and defaults, greedy
   assert.equal(e.vocabSize, 1170);
   assert.deepEqual(e.defaults, { temperature: 0, topP: 1, topK: 0 });
   assert.match(e.backend, /^cpu via onnxruntime-node fp32$/);
+  assert.deepEqual([...e.eosIds].sort(), [1163, 1165]);
+  assert.match(e.chatTemplate ?? "", /<tool_call>/);
+  assert.ok((e.tokenizerJson as { model?: unknown }).model);
   const events = await collect(e.generate(e.prompt(hi), options()));
   assert.deepEqual(events[0], { type: "start", choice: 0 });
   assert.deepEqual(events.at(-1), { type: "finish", choice: 0, reason: "stop", completionTokens: 6 });

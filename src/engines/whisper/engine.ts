@@ -189,7 +189,8 @@ export class WhisperEngine implements TranscriptionEngine {
     const text = new Uint8Array(4096);
     const times = new BigInt64Array(2);
     const flush = () => {
-      for (let n = shim.wshim_job_n_segments(job); sent < n; sent++) {
+      const n = shim.wshim_job_n_segments(job);
+      for (; sent < n; sent++) {
         const len = shim.wshim_job_segment(job, sent, text, text.length, times);
         if (len < 0) break;
         const s = len < text.length ? text.subarray(0, len) : text.subarray(0, text.length - 1);
