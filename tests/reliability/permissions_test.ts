@@ -1,0 +1,52 @@
+// Least privilege: the server started with exactly the scoped permissions of `deno task start:secure` (read from
+// deno.json, so the documented command line is the tested one) serves chat, embeddings and transcription.
+// Only the test's own data folders are added to the read list.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { REPO_ROOT, SHARED_DIR, spawnServer } from "../helpers.ts";
+
+const task: string = JSON.parse(await Deno.readTextFile(join(REPO_ROOT, "deno.json"))).tasks["start:secure"];
+
+/** The permission flags of the task, with `extraRead` appended to its --allow-read list. */
+function permissionFlags(extraRead: string[]): string[] {
+  const flags = task.replace(/^deno run /, "").replace(/ main\.ts$/, "").split(" ");
+  assert.ok(!flags.includes("-A") && !flags.includes("--allow-all"), "start:secure must not allow all");
+  return flags.map((f) => f.startsWith("--allow-read=") ? `${f},${extraRead.join(",")}` : f);
+}
+
+Deno.test("permissions: the scoped command line serves chat, embeddings and transcription", async () => {
+  const tmp = await Deno.makeTempDir();
+  const server = await spawnServer({ denoFlags: permissionFlags([tmp, Deno.env.get("TMPDIR") ?? "/tmp"]) });
+  try {
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${server.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: await res.json() };
+    };
+    const chat = await post("/v1/chat/completions", {
+      model: "chat-tiny",
+      messages: [{ role: "user", content: "Hi there!" }],
+    });
+    assert.equal(chat.status, 200, JSON.stringify(chat.json));
+    assert.equal(chat.json.choices[0].message.content, "Hello from chat-tiny!");
+
+    const emb = await post("/v1/embeddings", { model: "embed-tiny", input: "hello" });
+    assert.equal(emb.status, 200, JSON.stringify(emb.json));
+
+    const form = new FormData();
+    const wav = await Deno.readFile(join(SHARED_DIR, "data", "whisper", "jfk.wav"));
+    form.set("file", new Blob([wav]), "jfk.wav");
+    form.set("model", "whisper-1");
+    const res = await fetch(`${server.url}/v1/audio/transcriptions`, { method: "POST", body: form });
+    const text = await res.text();
+    assert.equal(res.status, 200, text);
+    assert.equal(typeof JSON.parse(text).text, "string");
+  } finally {
+    const status = await server.stop();
+    await Deno.remove(tmp, { recursive: true });
+    assert.equal(status.code, 0);
+  }
+});
