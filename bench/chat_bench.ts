@@ -3,8 +3,8 @@
 // time to first token and decode tokens/s, for a ~128-token prompt and exactly 64 new tokens (ignore_eos),
 // seeded sampling so both paths produce the same tokens (checked). CPU, 2 threads by default. Goals: the
 // server keeps >= 97% of in-process decode speed and adds < 10 ms to time to first token. Prints a markdown
-// table and the ratios. (A client inside the server's process would be measured unfairly: the model runs on
-// the main thread, so that client only reads between tokens.)
+// table and the ratios. (A client inside the server's process would mis-measure: onnxruntime-node runs each
+// model step synchronously on the main thread, so such a client sees the chunks in bursts.)
 //
 //   deno run -A bench/chat_bench.ts [--model DIR] [--dtype fp32|q8|q4] [--rounds 10] [--threads 2]
 //                                   [--prompt-tokens 128] [--new-tokens 64]

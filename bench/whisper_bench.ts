@@ -4,7 +4,7 @@
 // are reported. The server time is a whole HTTP request (upload, decode, resample, whisper_full, response); the
 // cli figures are its own compute time (whisper_print_timings' total minus model load, what the server does per
 // request) and its process wall time (which also loads the model every run).
-// Usage: deno run -A bench/whisper_bench.ts [--runs 5] [--threads 2] [--shapes tiny.en,base.en] [--json out.json]
+// Usage: deno run -A bench/whisper_bench.ts [--runs 9] [--threads 2] [--shapes tiny.en,base.en] [--json out.json]
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -21,7 +21,7 @@ const AUDIO_SECONDS = 11;
 const { values } = parseArgs({
   args: Deno.args,
   options: {
-    runs: { type: "string", default: "5" },
+    runs: { type: "string", default: "9" },
     threads: { type: "string", default: "2" },
     shapes: { type: "string", default: "tiny.en,base.en" },
     json: { type: "string" },
