@@ -7,7 +7,7 @@ import { ManifestError } from "./src/engines/manifest.ts";
 import { builtinLoaders } from "./src/engines/loaders.ts";
 import { runCli } from "./src/cli/main.ts";
 
-const loaders = builtinLoaders();
+
 
 async function main(): Promise<number> {
   // Sub-commands (`pull`, `list`) run instead of the server.
@@ -31,7 +31,7 @@ async function main(): Promise<number> {
   const log = createLogger(config.logFormat, undefined, config.logLevel);
   let server;
   try {
-    server = await startServer(config, { loaders, log });
+    server = await startServer(config, { loaders: builtinLoaders(config), log });
   } catch (e) {
     if (
       e instanceof ManifestError || e instanceof Deno.errors.AddrInUse ||

@@ -140,7 +140,7 @@ const { config } = parseConfig(
 );
 const logs: string[] = [];
 const server = await startServer(config!, {
-  loaders: builtinLoaders(),
+  loaders: builtinLoaders(config!),
   log: createLogger("json", (l) => logs.push(l)),
 });
 

@@ -94,7 +94,7 @@ const flags = [
 const { config } = parseConfig(flags, {}, ROOT);
 const logs: string[] = [];
 const server = await startServer(config!, {
-  loaders: builtinLoaders(),
+  loaders: builtinLoaders(config!),
   log: createLogger("json", (l) => logs.push(l)),
 });
 const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "bench", maxRetries: 0 });

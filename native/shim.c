@@ -259,3 +259,19 @@ WSHIM_API int wshim_vad_segments(struct whisper_vad_context * vctx, const float 
     whisper_vad_free_segments(segs);
     return n;
 }
+
+/*
+ * Copies a C string the library owns into the caller's buffer (NUL-terminated, truncated to cap - 1 bytes) and
+ * returns its full length, -1 for NULL. Reading it through Deno's pointer API instead would need unscoped
+ * --allow-ffi; a buffer parameter keeps the server runnable with FFI scoped to this library.
+ */
+WSHIM_API int wshim_copy_cstr(const char * s, char * out, int cap) {
+    if (!s) return -1;
+    const int n = (int) strlen(s);
+    if (cap > 0) {
+        const int k = n < cap - 1 ? n : cap - 1;
+        memcpy(out, s, (size_t) k);
+        out[k] = 0;
+    }
+    return n;
+}

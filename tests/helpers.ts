@@ -74,7 +74,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const log = memoryLogger();
   const records: RequestRecord[] = [];
   const server = await startServer(config!, {
-    loaders: opts.loaders ?? builtinLoaders(),
+    loaders: opts.loaders ?? builtinLoaders(config!),
     log,
     onRequestDone: (r) => records.push(r),
   });

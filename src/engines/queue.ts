@@ -48,15 +48,23 @@ export class BoundedQueue {
       return Promise.reject(ApiError.overloaded(this.retryAfterSeconds(), `Model \`${this.name}\``));
     }
     return new Promise<Permit>((resolve, reject) => {
-      const waiter = { resolve, reject, signal };
-      this.#waiters.push(waiter);
-      signal?.addEventListener("abort", () => {
+      const onAbort = () => {
         const i = this.#waiters.indexOf(waiter);
         if (i >= 0) {
           this.#waiters.splice(i, 1);
-          reject(signal.reason);
+          reject(signal!.reason);
         }
-      }, { once: true });
+      };
+      const waiter = {
+        resolve: (p: Permit) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(p);
+        },
+        reject,
+        signal,
+      };
+      this.#waiters.push(waiter);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 

@@ -134,8 +134,10 @@ export class Registry {
         );
       }, this.options.loadWaitMs);
     });
+    let onAbort = () => {};
     const aborted = new Promise<never>((_, reject) => {
-      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      onAbort = () => reject(signal!.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
     try {
       return (await Promise.race([loading, timeout, aborted])) as T;
@@ -144,6 +146,8 @@ export class Registry {
       throw this.#unavailable(entry, slot);
     } finally {
       clearTimeout(timer);
+      // A listener left on a long-lived signal would keep this request's closures alive.
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 

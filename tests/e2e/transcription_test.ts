@@ -7,8 +7,6 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { toFile } from "openai";
 import { errorOf, REPO_ROOT, SHARED_DIR, startTestServer, type TestServer } from "../helpers.ts";
-import { builtinLoaders } from "../../src/engines/loaders.ts";
-import { loadWhisper, whisperLoader } from "../../src/engines/whisper/mod.ts";
 
 const FIXTURES = join(REPO_ROOT, "tests", "fixtures", "audio");
 const JFK = join(SHARED_DIR, "data", "whisper", "jfk.wav");
@@ -21,7 +19,7 @@ const FIXTURE_SECONDS = 2.9085;
 const fixture = (ext: string) => Deno.readFile(join(FIXTURES, `speech.${ext}`));
 
 function start(flags: string[] = []): Promise<TestServer> {
-  return startTestServer({ loaders: { ...builtinLoaders(), transcription: loadWhisper }, flags });
+  return startTestServer({ flags });
 }
 
 /** POSTs a multipart form with raw fetch. */
@@ -366,9 +364,8 @@ Deno.test("errors: client mistakes are 400s in the OpenAI envelope naming the pa
 });
 
 Deno.test("library missing: transcription models answer 503 saying how to build, the rest keeps working", async () => {
-  const s = await startTestServer({
-    loaders: { ...builtinLoaders(), transcription: whisperLoader({ lib: "/nonexistent/whisper" }) },
-  });
+  // The real flag, pointing nowhere: only transcription is affected.
+  const s = await startTestServer({ flags: ["--whisper-lib=/nonexistent/whisper"] });
   try {
     const r = await post(s.url, { file: new Blob([await fixture("wav")]), model: "whisper-1" });
     const json = await r.json();

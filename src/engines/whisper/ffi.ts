@@ -22,6 +22,7 @@ const SHIM = {
     nonblocking: true,
   },
   wshim_token: { parameters: ["pointer", "i32", "i32", "buffer"], result: "void" },
+  wshim_copy_cstr: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
   wshim_vad_init: { parameters: ["buffer", "i32"], result: "pointer", nonblocking: true },
   wshim_vad_segments: {
     parameters: ["pointer", "buffer", "i32", "f32", "i32", "i32", "i32", "buffer", "i32"],
@@ -148,7 +149,20 @@ export function cstr(s: string | null | undefined): Uint8Array<ArrayBuffer> | nu
   return out;
 }
 
-/** Reads a C string the library owns; "" for NULL. */
+const decoder = new TextDecoder();
+const strBuf = new Uint8Array(4096);
+
+/**
+ * Reads a C string the library owns; "" for NULL. The shim copies it into a buffer because Deno's pointer
+ * views need unscoped --allow-ffi, and the server runs with FFI scoped to this library.
+ */
 export function readCstr(p: Deno.PointerValue): string {
-  return p === null ? "" : new Deno.UnsafePointerView(p).getCString();
+  if (p === null || !loaded) return "";
+  const shim = loaded.lib.shim;
+  const n = shim.wshim_copy_cstr(p, strBuf, strBuf.length);
+  if (n < 0) return "";
+  if (n < strBuf.length) return decoder.decode(strBuf.subarray(0, n));
+  const big = new Uint8Array(n + 1);
+  shim.wshim_copy_cstr(p, big, big.length);
+  return decoder.decode(big.subarray(0, n));
 }
