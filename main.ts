@@ -7,8 +7,6 @@ import { ManifestError } from "./src/engines/manifest.ts";
 import { builtinLoaders } from "./src/engines/loaders.ts";
 import { runCli } from "./src/cli/main.ts";
 
-
-
 async function main(): Promise<number> {
   // Sub-commands (`pull`, `list`) run instead of the server.
   const sub = await runCli(Deno.args);

@@ -7,7 +7,7 @@
 // model step synchronously on the main thread, so such a client sees the chunks in bursts.)
 //
 //   deno run -A bench/chat_bench.ts [--model DIR] [--dtype fp32|q8|q4] [--rounds 10] [--threads 2]
-//                                   [--prompt-tokens 128] [--new-tokens 64]
+//                                   [--prompt-tokens 128] [--new-tokens 64] [--ort-spinning]
 // DIR defaults to the generated SmolLM2-135M-shaped model (`deno task models:bench`), else chat-tiny.
 import { parseArgs } from "node:util";
 import { basename, dirname, join, resolve } from "node:path";
@@ -40,6 +40,8 @@ const { values } = parseArgs({
     threads: { type: "string", default: "2" },
     "prompt-tokens": { type: "string", default: "128" },
     "new-tokens": { type: "string", default: "64" },
+    /** Let onnxruntime's worker threads busy-wait (the manifest's options.ort_spinning). */
+    "ort-spinning": { type: "boolean", default: false },
     /** Internal: run as the HTTP client of the server at this URL (requests as JSON lines on stdin). */
     client: { type: "string" },
   },
@@ -122,7 +124,15 @@ const manifest = join(tmp, "manifest.json");
 await Deno.writeTextFile(
   manifest,
   JSON.stringify({
-    models: { bench: { task: "chat", path: basename(modelDir), dtype: values.dtype, device: "cpu" } },
+    models: {
+      bench: {
+        task: "chat",
+        path: basename(modelDir),
+        dtype: values.dtype,
+        device: "cpu",
+        options: { ort_spinning: values["ort-spinning"] },
+      },
+    },
   }),
 );
 const { config } = parseConfig(
@@ -257,7 +267,8 @@ try {
   const decodeRatio = median(srv.map((s, r) => s.decodeTps / inp[r].decodeTps));
   const ttftAdded = median(srv.map((s, r) => s.ttft - inp[r].ttft));
   const lines = [
-    `Model: ${modelDir} (${engine.backend}), threads ${values.threads}, prompt ${promptLength} tokens, ` +
+    `Model: ${modelDir} (${engine.backend}), threads ${values.threads}` +
+    `${values["ort-spinning"] ? " (onnxruntime spinning on)" : ""}, prompt ${promptLength} tokens, ` +
     `${newTokens} new tokens (ignore_eos, seeded sampling, same tokens both ways), ${rounds} rounds.`,
     "",
     "| path | median TTFT ms | median decode tokens/s |",
