@@ -27,7 +27,15 @@ async function main(): Promise<number> {
   }
   const config = parsed.config!;
   const log = createLogger(config.logFormat, undefined, config.logLevel);
-  let server;
+  // Signals are taken before the server starts, so a stop during start-up (or a model load) is graceful too.
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let stopRequested = false;
+  const stop = () => {
+    stopRequested = true;
+    void server?.shutdown();
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
   try {
     server = await startServer(config, { loaders: builtinLoaders(config), log });
   } catch (e) {
@@ -40,12 +48,11 @@ async function main(): Promise<number> {
     }
     throw e;
   }
-  const stop = () => void server.shutdown();
-  Deno.addSignalListener("SIGINT", stop);
-  Deno.addSignalListener("SIGTERM", stop);
+  if (stopRequested) void server.shutdown();
   await server.finished;
   await server.shutdown();
   return 0;
 }
 
+// Deno.exit: a model load still running in the background must not hold the process after shutdown.
 if (import.meta.main) Deno.exit(await main());
