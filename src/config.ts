@@ -243,8 +243,9 @@ export const OPTIONS: Option[] = [
     flag: "whisper-lib",
     env: "OAI_WHISPER_LIB",
     kind: "string",
-    default: "native/build/lib",
-    help: "Folder (or file) of the whisper.cpp shared library built by `deno task native:build`.",
+    default: "",
+    help: "Folder (or file) of the whisper.cpp shared library (default: native/build/lib, built by " +
+      "`deno task native:build`, or lib/ beside a compiled binary).",
   },
   {
     key: "vadModel",
@@ -401,7 +402,7 @@ export function parseConfig(
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
   c.modelsDir = abs(c.modelsDir);
   c.manifest = c.manifest ? abs(c.manifest) : resolve(c.modelsDir, "manifest.json");
-  c.whisperLib = abs(c.whisperLib);
+  if (c.whisperLib) c.whisperLib = abs(c.whisperLib);
   if (c.vadModel) c.vadModel = abs(c.vadModel);
   if (c.vad && !c.vadModel) {
     throw new ConfigError("--vad: needs --vad-model (a Silero VAD model in ggml format)");

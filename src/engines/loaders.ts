@@ -10,6 +10,9 @@ export function builtinLoaders(config: Config): Partial<Record<Task, EngineLoade
   return {
     embedding: loadEmbedding,
     chat: loadChat,
-    transcription: whisperLoader({ lib: config.whisperLib, concurrency: config.transcriptionConcurrency }),
+    transcription: whisperLoader({
+      lib: config.whisperLib || undefined,
+      concurrency: config.transcriptionConcurrency,
+    }),
   };
 }

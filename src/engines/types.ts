@@ -96,9 +96,11 @@ export interface ChatSampling {
 /**
  * Plug-in point for constrained decoding (one instance per choice): sees each row of logits after bias and
  * penalties, before sampling, and may mask tokens (set them to -Infinity); then learns the token chosen.
+ * process() returns "end" when it left only end-of-sequence tokens (the constrained output is complete): the
+ * engine then ends the choice even under min_tokens or ignore_eos, which would otherwise mask every token.
  */
 export interface ChatLogitsProcessor {
-  process(logits: Float32Array): void;
+  process(logits: Float32Array): "end" | void;
   accept(tokenId: number): void;
 }
 

@@ -1,9 +1,11 @@
 // Owns the wire schema of POST /v1/chat/completions (OpenAI's CreateChatCompletionRequest): messages of every
 // role with string or text-part content (image, audio and file parts are refused naming the part's `type`),
 // every sampling parameter with OpenAI's ranges, and the vLLM-style extensions `top_k`, `min_tokens` and
-// `ignore_eos`. Unknown fields the SDKs send (metadata, store, service_tier, ...) pass and are ignored.
+// `ignore_eos`; the tool and response-format fields are in chat_tools.ts. Unknown fields the SDKs send
+// (metadata, store, service_tier, ...) pass and are ignored.
 // Model-dependent checks (context window, token ids in logit_bias) happen in the API module.
 import { z } from "zod";
+import { FunctionCall, Functions, FunctionTool, refineTools, ResponseFormat, ToolChoice } from "./chat_tools.ts";
 
 type Ctx = z.core.$RefinementCtx<unknown>;
 
@@ -71,16 +73,6 @@ const Message = z.looseObject({
   }
 });
 
-const FunctionTool = z.looseObject({
-  type: z.literal("function"),
-  function: z.looseObject({
-    name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, "must be 1-64 letters, digits, underscores or dashes"),
-    description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
-    strict: z.boolean().nullable().optional(),
-  }),
-});
-
 const nullable = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
 export const ChatCompletionRequest = z.looseObject({
@@ -104,13 +96,17 @@ export const ChatCompletionRequest = z.looseObject({
   top_logprobs: nullable(z.number().int().min(0).max(20)),
   user: z.string().optional(),
   tools: z.array(FunctionTool).optional(),
-  tool_choice: z.unknown().optional(),
+  tool_choice: ToolChoice.optional(),
   parallel_tool_calls: nullable(z.boolean()),
+  functions: Functions.optional(),
+  function_call: FunctionCall.optional(),
+  response_format: ResponseFormat.optional(),
   // Extensions (vLLM's names): sampling cut-off and benchmark controls.
   top_k: nullable(z.number().int().min(-1)),
   min_tokens: nullable(z.number().int().min(0)),
   ignore_eos: nullable(z.boolean()),
 }).superRefine((r, ctx) => {
+  refineTools(r, ctx);
   if (Array.isArray(r.stop) && r.stop.length > 4) {
     ctx.addIssue({
       code: "too_big",

@@ -245,13 +245,16 @@ export class TransformersChat implements ChatEngine {
             checkAbort(signal);
             if (raw) raw.set(row);
             applyBiasAndPenalties(row, o.sampling, counts);
-            processor?.process(row);
-            if (o.ignoreEos || generated < o.minTokens) { for (const id of this.eosIds) row[id] = -Infinity; }
+            // "end": the constraint allows only end-of-sequence; it wins over min_tokens and ignore_eos.
+            const mustEnd = processor?.process(row) === "end";
+            if (!mustEnd && (o.ignoreEos || generated < o.minTokens)) {
+              for (const id of this.eosIds) row[id] = -Infinity;
+            }
             const token = sampler.sample(row, o.sampling, rng);
             generated++;
             counts.add(token);
             processor?.accept(token);
-            const isEos = this.eosIds.has(token) && !o.ignoreEos;
+            const isEos = this.eosIds.has(token) && (mustEnd || !o.ignoreEos);
             if (raw && !isEos) {
               pendingLp.push({ start: produced, lp: this.#logprob(raw, token, o.logprobs!) });
             }

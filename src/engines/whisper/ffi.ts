@@ -100,9 +100,12 @@ async function isFile(p: string): Promise<boolean> {
  * native/build/lib. Returns the shim's path and libwhisper's beside it.
  */
 export async function findLibrary(configured?: string): Promise<{ shim: string; whisper: string }> {
-  const where = configured || defaultLibDir();
-  const shim = where && (/\.(so|dylib|dll)$/.test(where) ? where : join(where, libFile("whisper_shim")));
-  if (shim) {
+  // Not configured: this checkout's build output, then lib/ beside a compiled server binary.
+  const candidates = configured ? [configured] : [defaultLibDir(), join(dirname(Deno.execPath()), "lib")];
+  let shim: string | undefined;
+  for (const where of candidates) {
+    if (!where) continue;
+    shim = /\.(so|dylib|dll)$/.test(where) ? where : join(where, libFile("whisper_shim"));
     const whisper = join(dirname(shim), libFile("whisper"));
     if (await isFile(shim) && await isFile(whisper)) return { shim, whisper };
   }
