@@ -1,7 +1,9 @@
 // Owns POST /v1/chat/completions: the wire request -> the model's prompt (its chat template) and the checks
 // that need the model (context window, logit_bias ids) -> the model's FIFO queue -> the engine's generation ->
 // OpenAI's chat.completion object, or chat.completion.chunk events over SSE. The queue slot is held for the
-// whole generation (a stream included) and released on completion, error or client disconnect.
+// whole generation (a stream included) and released on completion, error or client disconnect. Tool calls
+// and response_format (issue 7) are planned in chat_tools.ts / chat_format.ts and reach the engine as its
+// per-choice constraint (engines/chat_constraint.ts) and output parser (engines/chat_output.ts).
 import type {
   ChatDelta,
   ChatEngine,
@@ -10,10 +12,12 @@ import type {
   ChatGenerateOptions,
   ChatMessage,
   ChatTokenLogprob,
-  ChatTool,
   ChatToolCall,
   ModelEntry,
 } from "../engines/types.ts";
+import { BudgetedConstraint, vocabIndexOf } from "../engines/chat_constraint.ts";
+import { ChoiceOutput } from "../engines/chat_output.ts";
+import { detectToolFormat, ToolOutputParser } from "../engines/tools/mod.ts";
 import { ChatPromptError } from "../engines/transformers/chat_engine.ts";
 import { randomSeed } from "../engines/transformers/chat_sampler.ts";
 import { readJson } from "../http/body.ts";
@@ -22,6 +26,8 @@ import { sseResponse } from "../http/sse.ts";
 import { ChatCompletionRequest, type ChatRequestContent, type ChatRequestMessage } from "../protocol/chat.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
+import { responseGrammar } from "./chat_format.ts";
+import { forcedCallGrammar, planTools } from "./chat_tools.ts";
 
 /** Requests for one model run one at a time, in arrival order. */
 const CONCURRENCY = 1;
@@ -31,12 +37,16 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
   const body = parseRequest(ChatCompletionRequest, await readJson(req, ctx.jsonLimits));
   const entry = ctx.registry.resolve(body.model, "chat");
   const messages = body.messages.map(toMessage);
-  const tools = body.tool_choice === "none" ? undefined : body.tools?.map(toTool);
+  const tools = planTools(body);
+  // Checked before the model is loaded: a bad schema is a 400 whatever the model.
+  let grammar = tools.forced ? null : responseGrammar(body.response_format, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal);
+  const format = detectToolFormat(engine.chatTemplate);
+  if (tools.forced) grammar = forcedCallGrammar(tools, body, format);
 
   let prompt;
   try {
-    prompt = engine.prompt(messages, tools);
+    prompt = engine.prompt(messages, tools.offered);
   } catch (e) {
     if (e instanceof ChatPromptError) throw ApiError.badRequest(e.message, "messages", "invalid_value");
     throw e;
@@ -61,12 +71,26 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
     logprobs: body.logprobs ? body.top_logprobs ?? 0 : null,
     signal: ctx.signal,
   };
+  if (grammar || tools.parse) {
+    // Per choice: the constraint (when there is a grammar) and the parser that reads its state at the end.
+    const constraints: BudgetedConstraint[] = [];
+    if (grammar) {
+      const index = vocabIndexOf(engine);
+      options.logitsProcessor = (i) => constraints[i] = new BudgetedConstraint(grammar, index, maxTokens);
+    }
+    options.outputParser = (i) =>
+      new ChoiceOutput(tools.parse ? new ToolOutputParser(format) : null, {
+        maxCalls: tools.maxCalls,
+        truncated: () => constraints[i]?.truncated ?? false,
+      });
+  }
   const reply: Reply = {
     id: `chatcmpl-${randomId(29)}`,
     created: Math.floor(Date.now() / 1000),
     model: entry.id,
     fingerprint: fingerprintOf(engine),
     promptTokens,
+    legacyFunctions: tools.legacy,
   };
   const run: Run = { ctx, entry, engine, started, reply, options, prompt };
   if (body.stream) {
@@ -84,6 +108,8 @@ interface Reply {
   model: string;
   fingerprint: string;
   promptTokens: number;
+  /** Answer tool calls as the deprecated `function_call` (the request used `functions`). */
+  legacyFunctions: boolean;
 }
 
 interface Run {
@@ -167,15 +193,6 @@ function toMessage(m: ChatRequestMessage): ChatMessage {
   if (calls.length) out.toolCalls = calls;
   if (m.tool_call_id !== undefined) out.toolCallId = m.tool_call_id;
   return out;
-}
-
-function toTool(
-  t: { function: { name: string; description?: string; parameters?: Record<string, unknown> } },
-) {
-  const tool: ChatTool = { name: t.function.name };
-  if (t.function.description !== undefined) tool.description = t.function.description;
-  if (t.function.parameters !== undefined) tool.parameters = t.function.parameters;
-  return tool;
 }
 
 // ------------------------------------------------------------------------------------------- wire shapes

@@ -17,8 +17,9 @@ async function canCompile(): Promise<string | undefined> {
       signal: AbortSignal.timeout(60_000),
     }).output();
     if (out.success) return undefined;
-    return new TextDecoder().decode(out.stderr).split("\n").find((l) => /error/i.test(l)) ??
-      "deno compile failed";
+    const lines = new TextDecoder().decode(out.stderr).replace(/\x1b\[[0-9;]*m/g, "").split("\n");
+    return lines.find((l) => /error sending request/.test(l))?.trim() ??
+      lines.find((l) => /error/i.test(l)) ?? "deno compile failed";
   } catch (e) {
     return String(e);
   } finally {
