@@ -214,6 +214,17 @@ function wireToolCalls(delta: ChatDelta) {
   }));
 }
 
+/** A streamed call as the deprecated `function_call` delta (one call at most: no index, no id). */
+function wireFunctionCall(delta: ChatDelta) {
+  const c = delta.toolCalls![0];
+  return { ...(c.name !== undefined ? { name: c.name } : {}), arguments: c.arguments ?? "" };
+}
+
+/** OpenAI answers requests that used `functions` with finish_reason "function_call". */
+function wireFinish(reason: ChatFinishReason, legacy: boolean): string {
+  return legacy && reason === "tool_calls" ? "function_call" : reason;
+}
+
 function usage(promptTokens: number, completionTokens: number) {
   return {
     prompt_tokens: promptTokens,
@@ -310,17 +321,18 @@ async function complete(run: Run) {
         type: "function",
         function: { name: t.name, arguments: t.arguments || "{}" },
       }));
+      const legacy = reply.legacyFunctions;
       return {
         index,
         message: {
           role: "assistant",
           content: calls.length && !content ? null : content,
           refusal: null,
-          ...(calls.length ? { tool_calls: calls } : {}),
+          ...(calls.length ? legacy ? { function_call: calls[0].function } : { tool_calls: calls } : {}),
           annotations: [],
         },
         logprobs: c.logprobs ? { content: wireLogprobs(c.logprobs), refusal: null } : null,
-        finish_reason: c.finish,
+        finish_reason: wireFinish(c.finish, legacy),
       };
     }),
     usage: usage(reply.promptTokens, completionTokens),
@@ -369,7 +381,11 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
             index: ev.choice,
             delta: {
               ...(ev.delta.content !== undefined ? { content: ev.delta.content } : {}),
-              ...(ev.delta.toolCalls ? { tool_calls: wireToolCalls(ev.delta) } : {}),
+              ...(ev.delta.toolCalls
+                ? reply.legacyFunctions
+                  ? { function_call: wireFunctionCall(ev.delta) }
+                  : { tool_calls: wireToolCalls(ev.delta) }
+                : {}),
             },
             logprobs: ev.logprobs ? { content: wireLogprobs(ev.logprobs), refusal: null } : null,
             finish_reason: null,
@@ -378,7 +394,12 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
         break;
       case "finish":
         completionTokens += ev.completionTokens;
-        yield chunk({ index: ev.choice, delta: {}, logprobs: null, finish_reason: ev.reason });
+        yield chunk({
+          index: ev.choice,
+          delta: {},
+          logprobs: null,
+          finish_reason: wireFinish(ev.reason, reply.legacyFunctions),
+        });
         break;
     }
   }
