@@ -10,6 +10,8 @@ import { compileJsonSchema, type Grammar, toolCallGrammar, type ToolSpec } from 
 import type { ToolCallFormat } from "../engines/tools/mod.ts";
 import type { ChatTool } from "../engines/types.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
+import type { FunctionCall, ToolChoice } from "../protocol/chat_tools.ts";
+import { ApiError } from "../http/errors.ts";
 import { compileSchema, schemaError } from "./chat_format.ts";
 
 export interface ToolPlan {
@@ -78,25 +80,40 @@ export function planTools(body: Body): ToolPlan {
   if (choice === "required") {
     return { offered: tools, parse: true, maxCalls, forced: { tools, parallel }, legacy };
   }
-  if ("allowed_tools" in choice) {
-    const names = new Set(choice.allowed_tools.tools.map((t) => t.function.name));
+  if (!legacy && (choice as ToolChoice & object).type === "allowed_tools") {
+    const { allowed_tools } = choice as Extract<ToolChoice, { type: "allowed_tools" }>;
+    const names = new Set(allowed_tools.tools.map((t) => t.function.name));
     const allowed = tools.filter((t) => names.has(t.name));
     return {
       offered: allowed,
       parse: true,
       maxCalls,
-      forced: choice.allowed_tools.mode === "required" ? { tools: allowed, parallel } : null,
+      forced: allowed_tools.mode === "required" ? { tools: allowed, parallel } : null,
       legacy,
     };
   }
-  const name = "function" in choice ? choice.function.name : choice.name;
+  const name = legacy
+    ? (choice as Extract<FunctionCall, { name: string }>).name
+    : (choice as Extract<ToolChoice, { type: "function" }>).function.name;
   const named = tools.filter((t) => t.name === name);
   return { offered: tools, parse: true, maxCalls: 1, forced: { tools: named, parallel: false }, legacy };
 }
 
-/** Strict tools: their parameters must be in the supported subset (400 naming the keyword otherwise). */
+/**
+ * Parameters describe an object (the arguments), as OpenAI requires; strict tools' parameters must be in the
+ * supported subset (400 naming the keyword otherwise).
+ */
 function checkStrict(all: Declared[]): void {
   for (const d of all) {
+    const type = d.tool.parameters?.type;
+    if (type !== undefined && type !== "object") {
+      throw ApiError.badRequest(
+        `Invalid schema for function '${d.tool.name}': the parameters must be a JSON Schema of type 'object', ` +
+          `got type ${JSON.stringify(type)}.`,
+        d.param,
+        "invalid_json_schema",
+      );
+    }
     if (d.tool.strict !== true) continue;
     compileSchema(
       () => compileJsonSchema(d.tool.parameters ?? NO_PARAMS, { strict: true }),

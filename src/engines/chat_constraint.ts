@@ -9,10 +9,10 @@
 // set and the API reports finish_reason "length" (the document is valid but was cut short, as OpenAI's
 // finish_reason says; clients such as the SDK's parse() then refuse it instead of trusting a cut answer).
 //
-// Cost: outside the last WINDOW tokens a step is the grammar's cached mask plus one completion() walk. Inside
-// it every allowed token is checked exactly (clone, accept, completion), except inside a string body, where
-// the tokens without quote, backslash or control bytes all leave the structure as it is and are taken or
-// refused together.
+// Cost: per step, the grammar's cached mask and one completion() walk; the first time a state is met near
+// the end of the budget, every token it allows is checked once (clone, accept, completion) and the result
+// kept with the state's cached mask, except inside a string body, where the tokens without quote, backslash
+// or control bytes all leave the structure as it is and are taken or refused together.
 import {
   applyMask,
   type Grammar,
@@ -23,8 +23,11 @@ import {
 } from "./constrain/mod.ts";
 import type { ChatEngine, ChatLogitsProcessor } from "./types.ts";
 
-/** Tokens before the end of the budget from which every step is checked exactly. */
-const WINDOW = 24;
+/**
+ * Steps whose slack (tokens left beyond the completion and EOS) is above this are not checked: no single
+ * token of a realistic schema adds that many tokens to the completion.
+ */
+const HORIZON = 256;
 /** Most continuation bytes a token ending inside a UTF-8 character leaves due. */
 const UTF8_DUE = 3;
 
@@ -57,23 +60,31 @@ function extrasOf(ix: VocabIndex) {
 }
 
 /**
- * Tokens needed to write `bytes`, by greedy longest match over the vocabulary (the plan the closing steps
- * follow; a byte no token starts with counts as one).
+ * The fewest tokens that write exactly `bytes` (ids in order), by dynamic programming over the vocabulary
+ * trie; null when some byte cannot be written at all.
  */
-export function tokensToWrite(t: Trie, bytes: ArrayLike<number>): number {
-  let n = 0;
-  for (let i = 0; i < bytes.length; n++) {
+export function planTokens(t: Trie, bytes: ArrayLike<number>): number[] | null {
+  const n = bytes.length;
+  const best = new Int32Array(n + 1).fill(0x7fffffff);
+  const len = new Int32Array(n);
+  const id = new Int32Array(n);
+  best[n] = 0;
+  for (let i = n - 1; i >= 0; i--) {
     let node = 0;
-    let best = 0;
-    for (let j = i; j < bytes.length; j++) {
-      const child = childOf(t, node, bytes[j]);
-      if (child < 0) break;
-      node = child;
-      if (t.tokCount[node] > 0) best = j - i + 1;
+    for (let j = i; j < n; j++) {
+      node = childOf(t, node, bytes[j]);
+      if (node < 0) break;
+      if (t.tokCount[node] > 0 && best[j + 1] !== 0x7fffffff && best[j + 1] + 1 < best[i]) {
+        best[i] = best[j + 1] + 1;
+        len[i] = j + 1 - i;
+        id[i] = t.tokIds[t.tokStart[node]];
+      }
     }
-    i += Math.max(1, best);
   }
-  return n;
+  if (best[0] === 0x7fffffff) return null;
+  const out: number[] = [];
+  for (let i = 0; i < n; i += len[i]) out.push(id[i]);
+  return out;
 }
 
 function childOf(t: Trie, node: number, byte: number): number {
@@ -89,6 +100,11 @@ function childOf(t: Trie, node: number, byte: number): number {
   return -1;
 }
 
+/** How many tokens writing `bytes` takes at least (its byte count when it cannot be written). */
+export function tokensToWrite(t: Trie, bytes: ArrayLike<number>): number {
+  return planTokens(t, bytes)?.length ?? bytes.length;
+}
+
 /** The index of the largest finite logit, or -1. */
 function argmax(row: Float32Array): number {
   let best = -1;
@@ -98,9 +114,60 @@ function argmax(row: Float32Array): number {
 }
 
 /**
+ * What the tokens a state allows leave to write: for each allowed token (but EOS, and but the plain tokens
+ * of a string body, which only change the UTF-8 state), the fewest tokens that complete the document after
+ * it. Depends on the state only, and a state's mask is one cached object, so it is computed once per state.
+ */
+interface StateInfo {
+  ids: Int32Array;
+  needs: Int32Array;
+  /** The largest of `needs` (-1 when there are none). */
+  maxNeed: number;
+  /** In a string body: the plain tokens valid from its UTF-8 state (all in the mask). */
+  plain: TokenMask | null;
+}
+
+const states = new WeakMap<TokenMask, StateInfo>();
+
+function stateInfo(m: Matcher, mask: TokenMask, ix: VocabIndex): StateInfo {
+  let info = states.get(mask);
+  if (info) return info;
+  const { plainUsed, eos } = extrasOf(ix);
+  let plain: TokenMask | null = null;
+  for (let u = 0; u < ix.plain.length && !plain; u++) {
+    if (plainUsed[u] && covers(mask, ix.plain[u])) plain = ix.plain[u];
+  }
+  const ids: number[] = [];
+  const needs: number[] = [];
+  let maxNeed = -1;
+  for (let w = 0; w < mask.length; w++) {
+    let bits = mask[w] & ~eos[w];
+    if (plain) bits &= ~plain[w];
+    while (bits !== 0) {
+      const i = 31 - Math.clz32(bits & -bits);
+      bits &= bits - 1;
+      const id = (w << 5) + i;
+      const c = m.clone();
+      if (!c.accept(id)) continue;
+      const need = tokensToWrite(ix.full, c.completion());
+      ids.push(id);
+      needs.push(need);
+      if (need > maxNeed) maxNeed = need;
+    }
+  }
+  info = { ids: Int32Array.from(ids), needs: Int32Array.from(needs), maxNeed, plain };
+  states.set(mask, info);
+  return info;
+}
+
+/**
  * One choice's constraint: the grammar's mask at each step, a budget of `budget` tokens (end-of-sequence
  * included) within which the document always closes when it can, and "end" from process() once nothing but
  * end-of-sequence may follow (the engine then ends the choice even under min_tokens or ignore_eos).
+ *
+ * Near the end it keeps a plan: tokens that complete the document from the current state. Every step allows
+ * only tokens after which some completion still fits (the plan's next token always does, as the rest of the
+ * plan completes from where it leads), so once a plan fits, the document closes within the budget.
  */
 export class BudgetedConstraint implements ChatLogitsProcessor {
   readonly matcher: Matcher;
@@ -108,6 +175,8 @@ export class BudgetedConstraint implements ChatLogitsProcessor {
   readonly #budget: number;
   #used = 0;
   #broken = false;
+  /** Tokens completing the document from here (null: not computed, far from the end). */
+  #plan: number[] | null = null;
   /** The budget refused the model's own top choice at some step: the document was closed early. */
   truncated = false;
 
@@ -124,80 +193,72 @@ export class BudgetedConstraint implements ChatLogitsProcessor {
 
   process(row: Float32Array): "end" | void {
     const m = this.matcher;
-    const { eos } = extrasOf(this.#ix);
+    const ix = this.#ix;
+    const { eos } = extrasOf(ix);
     if (this.#broken || m.finished) {
       applyMask(row, eos);
       return "end";
     }
     const mask = m.mask();
     applyMask(row, mask);
-    let allowed = mask;
     const remaining = this.#budget - this.#used;
     const closing = m.completion();
-    // need <= closing.length, so a long way from the end no exact check is needed.
-    if (remaining - 1 - closing.length <= WINDOW) {
-      const need = tokensToWrite(this.#ix.full, closing);
-      if (remaining - 1 - need <= WINDOW) {
+    // What one token adds to the completion is bounded in practice: far from the end, nothing to check.
+    if (remaining - 1 - closing.length > HORIZON) {
+      this.#plan = null;
+    } else {
+      const plan = this.#plan ??= planTokens(ix.full, closing) ?? [];
+      // After this token, a completion and EOS must fit in what is left.
+      const limit = remaining - 2;
+      const info = stateInfo(m, mask, ix);
+      const plainFits = plan.length + UTF8_DUE + 1 <= limit;
+      if (info.maxNeed > limit || (info.plain && !plainFits)) {
         const top = argmax(row);
-        allowed = this.#fitting(mask, need, remaining - 2);
+        const allowed = fitting(mask, info, eos, limit, plainFits);
+        if (plan.length) allowed[plan[0] >>> 5] |= 1 << (plan[0] & 31);
         applyMask(row, allowed);
         if (top >= 0 && !(allowed[top >>> 5] & (1 << (top & 31)))) this.truncated = true;
+        if (closing.length === 0 && onlyIn(allowed, eos)) return "end";
+        return;
       }
     }
-    if (closing.length === 0 && onlyIn(allowed, eos)) return "end";
+    if (closing.length === 0 && onlyIn(mask, eos)) return "end";
   }
 
   accept(tokenId: number): void {
     this.#used++;
-    if (!this.matcher.accept(tokenId)) this.#broken = true;
+    const m = this.matcher;
+    if (!m.accept(tokenId)) {
+      this.#broken = true;
+      return;
+    }
+    const plan = this.#plan;
+    if (plan === null || m.finished) return;
+    // The plan's rest still completes the document when the token wrote what its next step would have.
+    const rest = plan.length && sameBytes(this.#ix.tokens[plan[0]], this.#ix.tokens[tokenId])
+      ? plan.slice(1)
+      : null;
+    const fresh = planTokens(this.#ix.full, m.completion());
+    this.#plan = rest && (!fresh || rest.length <= fresh.length) ? rest : fresh ?? [];
   }
+}
 
-  /**
-   * The tokens of `mask` after which the shortest completion takes at most `limit` tokens (EOS when the
-   * document is complete); when none do, the ones that leave the least to write.
-   */
-  #fitting(mask: TokenMask, need: number, limit: number): TokenMask {
-    const ix = this.#ix;
-    const { plainUsed, eos } = extrasOf(ix);
-    const out = new Uint32Array(ix.words);
-    // Inside a string body the mask holds every plain token valid from the current UTF-8 state.
-    let plain: TokenMask | null = null;
-    for (let u = 0; u < ix.plain.length && !plain; u++) {
-      if (plainUsed[u] && covers(mask, ix.plain[u])) plain = ix.plain[u];
-    }
-    const plainFits = plain !== null && need + UTF8_DUE <= limit;
-    let least = Infinity;
-    const leastIds: number[] = [];
-    for (let w = 0; w < mask.length; w++) {
-      let bits = mask[w];
-      if (bits === 0) continue;
-      if (plain) {
-        if (plainFits) out[w] |= bits & plain[w];
-        bits &= ~plain[w];
-      }
-      out[w] |= bits & eos[w];
-      bits &= ~eos[w];
-      while (bits !== 0) {
-        const i = 31 - Math.clz32(bits & -bits);
-        bits &= bits - 1;
-        const id = (w << 5) + i;
-        const c = this.matcher.clone();
-        if (!c.accept(id)) continue;
-        const after = tokensToWrite(ix.full, c.completion());
-        if (after <= limit) out[w] |= 1 << i;
-        else if (after < least) {
-          least = after;
-          leastIds.length = 0;
-          leastIds.push(id);
-        } else if (after === least) leastIds.push(id);
-      }
-    }
-    if (out.every((x) => x === 0)) {
-      for (const id of leastIds) out[id >>> 5] |= 1 << (id & 31);
-      if (leastIds.length === 0 && plain) out.set(plain.map((x, w) => x & mask[w]));
-    }
-    return out;
+function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
+  if (!a || !b || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The tokens of `mask` after which some completion takes at most `limit` tokens (and EOS when allowed). */
+function fitting(mask: TokenMask, info: StateInfo, eos: TokenMask, limit: number, plainFits: boolean): TokenMask {
+  const out = new Uint32Array(mask.length);
+  for (let w = 0; w < mask.length; w++) out[w] = mask[w] & eos[w];
+  if (info.plain && plainFits) for (let w = 0; w < mask.length; w++) out[w] |= info.plain[w];
+  for (let k = 0; k < info.ids.length; k++) {
+    const id = info.ids[k];
+    if (info.needs[k] <= limit) out[id >>> 5] |= 1 << (id & 31);
   }
+  return out;
 }
 
 /** Every bit of `sub` is in `mask`. */

@@ -39,7 +39,10 @@ export const ToolChoice = z.union([
       tools: z.array(NamedFunction).min(1),
     }),
   }),
-]);
+], {
+  error: "expected 'none', 'auto', 'required', {type: 'function', function: {name}} or " +
+    "{type: 'allowed_tools', allowed_tools: {mode, tools}}",
+});
 
 /** Deprecated `functions`: the function objects of `tools` without the wrapper. */
 export const Functions = z.array(FunctionDef.omit({ strict: true })).min(1);
@@ -47,7 +50,7 @@ export const Functions = z.array(FunctionDef.omit({ strict: true })).min(1);
 export const FunctionCall = z.union([
   z.enum(["none", "auto"]),
   z.looseObject({ name: z.string() }),
-]);
+], { error: "expected 'none', 'auto' or {name}" });
 
 const JsonSchemaFormat = z.looseObject({
   name: Name,
