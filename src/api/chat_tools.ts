@@ -139,6 +139,10 @@ export function forcedCallGrammar(plan: ToolPlan, body: Body, format: ToolCallFo
     const index = (e as { tool?: number }).tool;
     const tool = index !== undefined ? forced.tools[index] : undefined;
     const d = tool ? declared(body).find((x) => x.tool.name === tool.name) : undefined;
-    throw schemaError(e, d?.param ?? (body.functions ? "functions" : "tools"), `function '${tool?.name ?? "?"}'`);
+    throw schemaError(
+      e,
+      d?.param ?? (body.functions ? "functions" : "tools"),
+      `function '${tool?.name ?? "?"}'`,
+    );
   }
 }

@@ -17,8 +17,8 @@ import {
   applyMask,
   type Grammar,
   type Matcher,
-  type TokenMask,
   tokenBytesFromTokenizerJson,
+  type TokenMask,
   VocabIndex,
 } from "./constrain/mod.ts";
 import type { ChatEngine, ChatLogitsProcessor } from "./types.ts";
@@ -250,10 +250,16 @@ function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
 }
 
 /** The tokens of `mask` after which some completion takes at most `limit` tokens (and EOS when allowed). */
-function fitting(mask: TokenMask, info: StateInfo, eos: TokenMask, limit: number, plainFits: boolean): TokenMask {
+function fitting(
+  mask: TokenMask,
+  info: StateInfo,
+  eos: TokenMask,
+  limit: number,
+  plainFits: boolean,
+): TokenMask {
   const out = new Uint32Array(mask.length);
   for (let w = 0; w < mask.length; w++) out[w] = mask[w] & eos[w];
-  if (info.plain && plainFits) for (let w = 0; w < mask.length; w++) out[w] |= info.plain[w];
+  if (info.plain && plainFits) { for (let w = 0; w < mask.length; w++) out[w] |= info.plain[w]; }
   for (let k = 0; k < info.ids.length; k++) {
     const id = info.ids[k];
     if (info.needs[k] <= limit) out[id >>> 5] |= 1 << (id & 31);

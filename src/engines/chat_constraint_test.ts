@@ -153,7 +153,7 @@ Deno.test("planTokens: the fewest tokens that write the bytes exactly", () => {
   const enc = new TextEncoder();
   assert.deepEqual(planTokens(index.full, enc.encode("")), []);
   assert.equal(tokensToWrite(index.full, enc.encode("}")), 1);
-  for (const text of ['"}]}', '","name":"","tags":[]}', "é😀\"}", '{"a":0,"b":null}']) {
+  for (const text of ['"}]}', '","name":"","tags":[]}', 'é😀"}', '{"a":0,"b":null}']) {
     const bytes = enc.encode(text);
     const plan = planTokens(index.full, bytes)!;
     const written = plan.flatMap((id) => [...index.tokens[id]!]);

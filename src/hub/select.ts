@@ -4,22 +4,9 @@
 import type { Task } from "../engines/types.ts";
 import { HubError } from "./errors.ts";
 import type { HubFile, RepoInfo } from "./client.ts";
+import { DTYPE_SUFFIX } from "../engines/transformers/dtypes.ts";
 
-/** transformers.js's file-name suffix of each dtype (DEFAULT_DTYPE_SUFFIX_MAPPING in its utils/dtypes.js). */
-export const DTYPE_SUFFIX: Readonly<Record<string, string>> = {
-  fp32: "",
-  fp16: "_fp16",
-  int8: "_int8",
-  uint8: "_uint8",
-  q8: "_quantized",
-  q4: "_q4",
-  q4f16: "_q4f16",
-  bnb4: "_bnb4",
-  q2: "_q2",
-  q2f16: "_q2f16",
-  q1: "_q1",
-  q1f16: "_q1f16",
-};
+export { DTYPE_SUFFIX };
 
 /** Preferred dtypes when none is asked for: small weights for generation, full precision for embeddings. */
 const DEFAULT_ORDER: Record<"chat" | "embedding", string[]> = {

@@ -5,7 +5,14 @@
 // (metadata, store, service_tier, ...) pass and are ignored.
 // Model-dependent checks (context window, token ids in logit_bias) happen in the API module.
 import { z } from "zod";
-import { FunctionCall, Functions, FunctionTool, refineTools, ResponseFormat, ToolChoice } from "./chat_tools.ts";
+import {
+  FunctionCall,
+  Functions,
+  FunctionTool,
+  refineTools,
+  ResponseFormat,
+  ToolChoice,
+} from "./chat_tools.ts";
 
 type Ctx = z.core.$RefinementCtx<unknown>;
 

@@ -83,10 +83,18 @@ function issue(ctx: Ctx, path: (string | number)[], message: string): void {
 /** The rules between the tool fields (run from the request's superRefine). */
 export function refineTools(r: ToolFields, ctx: Ctx): void {
   if (r.tools !== undefined && r.functions !== undefined) {
-    issue(ctx, ["functions"], "'functions' is deprecated and cannot be combined with 'tools'; use 'tools' only.");
+    issue(
+      ctx,
+      ["functions"],
+      "'functions' is deprecated and cannot be combined with 'tools'; use 'tools' only.",
+    );
   }
   if (r.tool_choice !== undefined && r.function_call !== undefined) {
-    issue(ctx, ["function_call"], "'function_call' cannot be combined with 'tool_choice'; use 'tool_choice'.");
+    issue(
+      ctx,
+      ["function_call"],
+      "'function_call' cannot be combined with 'tool_choice'; use 'tool_choice'.",
+    );
   }
   const tools = new Set((r.tools ?? []).map((t) => t.function.name));
   const choice = r.tool_choice;

@@ -8,26 +8,9 @@ import process from "node:process";
 import cliProgress from "cli-progress";
 import { ModelFilesMissing } from "../registry.ts";
 import type { LoadContext, Logger, ModelEntry } from "../types.ts";
+import { DTYPE_SUFFIX, knownDtype } from "./dtypes.ts";
 
-/** transformers.js's file-name suffix for each dtype (onnx/model<suffix>.onnx). */
-const DTYPE_SUFFIX: Record<string, string> = {
-  fp32: "",
-  fp16: "_fp16",
-  int8: "_int8",
-  uint8: "_uint8",
-  q8: "_quantized",
-  q4: "_q4",
-  q4f16: "_q4f16",
-  bnb4: "_bnb4",
-  q2: "_q2",
-  q2f16: "_q2f16",
-  q1: "_q1",
-  q1f16: "_q1f16",
-};
-
-export function knownDtype(dtype: string): boolean {
-  return dtype in DTYPE_SUFFIX;
-}
+export { knownDtype };
 
 /** The files a causal LM needs for a dtype (model file name overridable by the manifest's options). */
 export function requiredChatFiles(dtype: string, modelFileName = "model"): string[] {

@@ -4,19 +4,8 @@
 import { join, sep } from "node:path";
 import type { ModelEntry } from "../types.ts";
 import { ModelFilesMissing } from "../registry.ts";
+import { DTYPE_SUFFIX } from "./dtypes.ts";
 import { DEFAULT_POOLING, poolingFromModules, type PoolingSpec, type StModule } from "./embedding_pooling.ts";
-
-/** transformers.js's ONNX file suffix per dtype (onnx/model<suffix>.onnx). */
-const DTYPE_SUFFIX: Record<string, string> = {
-  fp32: "",
-  fp16: "_fp16",
-  int8: "_int8",
-  uint8: "_uint8",
-  q8: "_quantized",
-  q4: "_q4",
-  q4f16: "_q4f16",
-  bnb4: "_bnb4",
-};
 
 /** Files without which the model cannot load, relative to its folder. */
 export function requiredFiles(dtype: string | undefined): string[] {
