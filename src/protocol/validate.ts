@@ -24,6 +24,25 @@ function describe(v: unknown): string {
 // deno-lint-ignore no-explicit-any
 type Issue = z.core.$ZodIssue & { input?: unknown; [k: string]: any };
 
+/** A too_big / too_small issue as OpenAI words it: `Invalid 'n': value above maximum. Expected <= 128, but got 200.` */
+function boundError(issue: Issue, name: string, param: string | null, side: "above" | "below"): ApiError {
+  const what = issue.origin === "array" ? "array" : issue.origin === "string" ? "string" : "decimal";
+  const unit = what === "array" ? " items" : what === "string" ? " characters" : "";
+  const limit = side === "above" ? issue.maximum : issue.minimum;
+  const op = side === "above"
+    ? (issue.inclusive === false ? "<" : "<=")
+    : (issue.inclusive === false ? ">" : ">=");
+  const got = issue.input !== undefined && typeof issue.input !== "object" ? `, but got ${issue.input}` : "";
+  return ApiError.badRequest(
+    `Invalid '${name}': ${what === "decimal" ? "value" : "length"} ${side} ${
+      side === "above" ? "maximum" : "minimum"
+    }. ` +
+      `Expected ${op} ${String(limit)}${unit}${got}.`,
+    param,
+    `${what}_${side}_${side === "above" ? "max" : "min"}_${what === "decimal" ? "value" : "length"}`,
+  );
+}
+
 export function issueToError(issue: Issue, prefix: readonly PropertyKey[] = []): ApiError {
   const param = paramPath([...prefix, ...issue.path]) || null;
   const name = param ?? "body";
@@ -41,46 +60,10 @@ export function issueToError(issue: Issue, prefix: readonly PropertyKey[] = []):
         param,
         "invalid_type",
       );
-    case "too_big": {
-      const kind = issue.origin === "array"
-        ? "array_above_max_length"
-        : issue.origin === "string"
-        ? "string_above_max_length"
-        : "decimal_above_max_value";
-      const what = issue.origin === "array" ? "items" : issue.origin === "string" ? "characters" : "";
-      return ApiError.badRequest(
-        `Invalid '${name}': ${
-          issue.origin === "number" || issue.origin === "int" ? "value" : "length"
-        } above ` +
-          `maximum. Expected ${issue.inclusive === false ? "<" : "<="} ${String(issue.maximum)}${
-            what ? " " + what : ""
-          }${
-            issue.input !== undefined && typeof issue.input !== "object" ? `, but got ${issue.input}` : ""
-          }.`,
-        param,
-        kind,
-      );
-    }
-    case "too_small": {
-      const kind = issue.origin === "array"
-        ? "array_below_min_length"
-        : issue.origin === "string"
-        ? "string_below_min_length"
-        : "decimal_below_min_value";
-      const what = issue.origin === "array" ? "items" : issue.origin === "string" ? "characters" : "";
-      return ApiError.badRequest(
-        `Invalid '${name}': ${
-          issue.origin === "number" || issue.origin === "int" ? "value" : "length"
-        } below ` +
-          `minimum. Expected ${issue.inclusive === false ? ">" : ">="} ${String(issue.minimum)}${
-            what ? " " + what : ""
-          }${
-            issue.input !== undefined && typeof issue.input !== "object" ? `, but got ${issue.input}` : ""
-          }.`,
-        param,
-        kind,
-      );
-    }
+    case "too_big":
+      return boundError(issue, name, param, "above");
+    case "too_small":
+      return boundError(issue, name, param, "below");
     case "invalid_value":
       return ApiError.badRequest(
         `Invalid value for '${name}': expected one of ${
