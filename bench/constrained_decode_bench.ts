@@ -52,7 +52,11 @@ const SCHEMA = {
       type: "array",
       items: {
         type: "object",
-        properties: { sku: { type: "string" }, qty: { type: "integer", minimum: 0 }, price: { type: "number" } },
+        properties: {
+          sku: { type: "string" },
+          qty: { type: "integer", minimum: 0 },
+          price: { type: "number" },
+        },
         required: ["sku", "qty", "price"],
         additionalProperties: false,
       },
@@ -107,7 +111,14 @@ try {
     minTokens: 0,
     ignoreEos: true,
     stop: [],
-    sampling: { temperature: 1, topP: 1, topK: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: new Map() },
+    sampling: {
+      temperature: 1,
+      topP: 1,
+      topK: 0,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      logitBias: new Map(),
+    },
     seed: SEED,
     logprobs: null,
   };

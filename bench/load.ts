@@ -2,6 +2,8 @@
 // requests or embedding requests against a server URL, each classified as ok (a correct, complete answer),
 // 429 (with Retry-After) or a failure, with its latency. Loopback only; bounded by N.
 
+const JSON_HEADERS = { "content-type": "application/json" };
+
 export interface Outcome {
   kind: "ok" | "429" | "fail";
   status: number;
@@ -55,76 +57,60 @@ async function classify(res: Response, started: number, check: (text: string) =>
     : { kind: "ok" as const, status: 200, seconds };
 }
 
-/** `n` concurrent streamed chat completions; each must stream `expected` and end with [DONE]. */
-export async function chatStreamLoad(
-  url: string,
+/** Runs `n` requests at once, each timed and classified; a thrown error (connection lost) is a failure. */
+async function concurrently(
   n: number,
-  body: Record<string, unknown>,
-  expected: string,
+  send: () => Promise<Response>,
+  check: (text: string) => string | undefined,
 ): Promise<LoadResult> {
   const t0 = performance.now();
-  const outcomes = await Promise.all(Array.from({ length: n }, async () => {
+  const outcomes = await Promise.all(Array.from({ length: n }, async (): Promise<Outcome> => {
     const started = performance.now();
     try {
-      const res = await fetch(`${url}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...body, stream: true }),
-      });
-      return await classify(res, started, (text) => {
-        const frames = text.split("\n\n").filter(Boolean);
-        if (frames.at(-1) !== "data: [DONE]") return "stream did not end with [DONE]";
-        let content = "";
-        for (const f of frames.slice(0, -1)) {
-          const ev = JSON.parse(f.slice(6));
-          if (ev.error) return `error frame: ${ev.error.message}`;
-          content += ev.choices?.[0]?.delta?.content ?? "";
-        }
-        return content === expected ? undefined : `content ${JSON.stringify(content)}`;
-      });
+      return await classify(await send(), started, check);
     } catch (e) {
-      return {
-        kind: "fail" as const,
-        status: 0,
-        seconds: (performance.now() - started) / 1000,
-        detail: String(e),
-      };
+      return { kind: "fail", status: 0, seconds: (performance.now() - started) / 1000, detail: String(e) };
     }
   }));
   return summarize(outcomes, (performance.now() - t0) / 1000);
 }
 
-/** `n` concurrent embedding requests of `inputs`; each must return that many vectors in order. */
-export async function embeddingLoad(
+/** `n` concurrent streamed chat completions; each must stream `expected` and end with [DONE]. */
+export function chatStreamLoad(
   url: string,
   n: number,
-  model: string,
-  inputs: string[],
+  body: Record<string, unknown>,
+  expected: string,
 ): Promise<LoadResult> {
-  const t0 = performance.now();
-  const outcomes = await Promise.all(Array.from({ length: n }, async () => {
-    const started = performance.now();
-    try {
-      const res = await fetch(`${url}/v1/embeddings`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model, input: inputs }),
-      });
-      return await classify(res, started, (text) => {
-        const json = JSON.parse(text);
-        const data = json.data as { index: number; embedding: number[] }[];
-        if (data.length !== inputs.length) return `got ${data.length} vectors`;
-        if (data.some((d, i) => d.index !== i || !d.embedding.every(Number.isFinite))) return "bad vectors";
-        return undefined;
-      });
-    } catch (e) {
-      return {
-        kind: "fail" as const,
-        status: 0,
-        seconds: (performance.now() - started) / 1000,
-        detail: String(e),
-      };
-    }
-  }));
-  return summarize(outcomes, (performance.now() - t0) / 1000);
+  const payload = JSON.stringify({ ...body, stream: true });
+  return concurrently(
+    n,
+    () => fetch(`${url}/v1/chat/completions`, { method: "POST", headers: JSON_HEADERS, body: payload }),
+    (text) => {
+      const frames = text.split("\n\n").filter(Boolean);
+      if (frames.at(-1) !== "data: [DONE]") return "stream did not end with [DONE]";
+      let content = "";
+      for (const f of frames.slice(0, -1)) {
+        const ev = JSON.parse(f.slice(6));
+        if (ev.error) return `error frame: ${ev.error.message}`;
+        content += ev.choices?.[0]?.delta?.content ?? "";
+      }
+      return content === expected ? undefined : `content ${JSON.stringify(content)}`;
+    },
+  );
+}
+
+/** `n` concurrent embedding requests of `inputs`; each must return that many vectors in order. */
+export function embeddingLoad(url: string, n: number, model: string, inputs: string[]): Promise<LoadResult> {
+  const payload = JSON.stringify({ model, input: inputs });
+  return concurrently(
+    n,
+    () => fetch(`${url}/v1/embeddings`, { method: "POST", headers: JSON_HEADERS, body: payload }),
+    (text) => {
+      const data = JSON.parse(text).data as { index: number; embedding: number[] }[];
+      if (data.length !== inputs.length) return `got ${data.length} vectors`;
+      if (data.some((d, i) => d.index !== i || !d.embedding.every(Number.isFinite))) return "bad vectors";
+      return undefined;
+    },
+  );
 }
