@@ -16,6 +16,7 @@ import { createLogger } from "../src/log.ts";
 import { startServer } from "../src/server.ts";
 import { builtinLoaders } from "../src/engines/loaders.ts";
 import type { ChatEngine, ChatGenerateOptions, ChatMessage } from "../src/engines/types.ts";
+import { median } from "./stats.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const CANDIDATES = ["models/generated/bench/smollm2-135m-instruct", "models/generated/chat-tiny"];
@@ -24,12 +25,6 @@ const WORDS = (
   "the people of the river town build small boats from old wood and paint them blue before the summer " +
   "market where farmers sell fresh bread cheese apples honey and warm soup to travelers who arrive early"
 ).split(" ");
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 const { values } = parseArgs({
   args: Deno.args,

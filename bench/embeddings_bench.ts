@@ -17,6 +17,7 @@ import { startServer } from "../src/server.ts";
 import { builtinLoaders } from "../src/engines/loaders.ts";
 import type { EmbeddingEngine } from "../src/engines/types.ts";
 import { embeddingBatchStats } from "../src/api/embeddings.ts";
+import { median } from "./stats.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 /** The all-MiniLM-L6-v2-shaped model of `deno task models:bench`, else embed-tiny. */
@@ -38,12 +39,6 @@ function sentences(n: number, words: number): string[] {
     w[0] = w[0][0].toUpperCase() + w[0].slice(1);
     return `${w.join(" ")} ${i}.`;
   });
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 const { values } = parseArgs({

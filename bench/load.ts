@@ -2,6 +2,8 @@
 // requests or embedding requests against a server URL, each classified as ok (a correct, complete answer),
 // 429 (with Retry-After) or a failure, with its latency. Loopback only; bounded by N.
 
+import { percentile } from "./stats.ts";
+
 const JSON_HEADERS = { "content-type": "application/json" };
 
 export interface Outcome {
@@ -19,11 +21,6 @@ export interface LoadResult {
   p50: number;
   p99: number;
   wallSeconds: number;
-}
-
-export function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 function summarize(outcomes: Outcome[], wallSeconds: number): LoadResult {

@@ -13,6 +13,7 @@ import { type BenchShape, generateBench } from "../tools/models/whisper_tiny.ts"
 import { parseConfig } from "../src/config.ts";
 import { startServer } from "../src/server.ts";
 import { whisperLoader } from "../src/engines/whisper/mod.ts";
+import { median } from "./stats.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const JFK = join(ROOT, "..", "shared", "data", "whisper", "jfk.wav");
@@ -28,11 +29,6 @@ const { values } = parseArgs({
   },
 });
 const RUNS = Number(values.runs), THREADS = Number(values.threads);
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 async function cliRun(model: string): Promise<{ wallMs: number; computeMs: number; text: string }> {
   const t0 = performance.now();
