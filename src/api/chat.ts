@@ -39,10 +39,10 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
   const messages = body.messages.map(toMessage);
   const tools = planTools(body);
   // Checked before the model is loaded: a bad schema is a 400 whatever the model.
-  let grammar = tools.forced ? null : responseGrammar(body.response_format, ctx.log);
+  const responseFormat = tools.forced ? null : responseGrammar(body.response_format, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal);
   const format = detectToolFormat(engine.chatTemplate);
-  if (tools.forced) grammar = forcedCallGrammar(tools, body, format);
+  const grammar = tools.forced ? forcedCallGrammar(tools, body, format) : responseFormat;
 
   let prompt;
   try {
@@ -71,15 +71,17 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
     logprobs: body.logprobs ? body.top_logprobs ?? 0 : null,
     signal: ctx.signal,
   };
-  if (grammar || tools.parse) {
+  // Under response_format the reply is the JSON document: nothing in it is read as a call.
+  const parseCalls = tools.parse && (tools.forced !== null || grammar === null);
+  if (grammar || parseCalls) {
     // Per choice: the constraint (when there is a grammar) and the parser that reads its state at the end.
     const constraints: BudgetedConstraint[] = [];
     if (grammar) {
-      const index = vocabIndexOf(engine);
+      const index = constraintIndex(engine, tools.forced ? "tool_choice" : "response_format");
       options.logitsProcessor = (i) => constraints[i] = new BudgetedConstraint(grammar, index, maxTokens);
     }
     options.outputParser = (i) =>
-      new ChoiceOutput(tools.parse ? new ToolOutputParser(format) : null, {
+      new ChoiceOutput(parseCalls ? new ToolOutputParser(format) : null, {
         maxCalls: tools.maxCalls,
         truncated: () => constraints[i]?.truncated ?? false,
       });
@@ -100,6 +102,19 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
     });
   }
   return Response.json(await complete(run));
+}
+
+/** The engine's vocabulary index; a model whose tokenizer has none can't be constrained (400 naming `param`). */
+function constraintIndex(engine: ChatEngine, param: string) {
+  try {
+    return vocabIndexOf(engine);
+  } catch (e) {
+    throw ApiError.badRequest(
+      `The model \`${engine.entry.id}\` does not support constrained decoding: ${(e as Error).message}`,
+      param,
+      "unsupported_value",
+    );
+  }
 }
 
 interface Reply {

@@ -9,10 +9,11 @@
 // set and the API reports finish_reason "length" (the document is valid but was cut short, as OpenAI's
 // finish_reason says; clients such as the SDK's parse() then refuse it instead of trusting a cut answer).
 //
-// Cost: per step, the grammar's cached mask and one completion() walk; the first time a state is met near
-// the end of the budget, every token it allows is checked once (clone, accept, completion) and the result
-// kept with the state's cached mask, except inside a string body, where the tokens without quote, backslash
-// or control bytes all leave the structure as it is and are taken or refused together.
+// Cost: per step, the grammar's cached mask and one completion() walk. Within HORIZON tokens of the end, a
+// plan (the fewest tokens that close the document) is kept, and the first time a state is met every token it
+// allows is checked once (clone, accept, completion) and the result kept with the state's cached mask;
+// inside a string body the tokens without quote, backslash or control bytes all leave the structure as it
+// is and are taken or refused together. With a 49152-token vocabulary that is ~0.1 ms a step.
 import {
   applyMask,
   type Grammar,

@@ -31,14 +31,16 @@ const NamedFunction = z.looseObject({
 
 export const ToolChoice = z.union([
   z.enum(["none", "auto", "required"]),
-  NamedFunction,
-  z.looseObject({
-    type: z.literal("allowed_tools"),
-    allowed_tools: z.looseObject({
-      mode: z.enum(["auto", "required"]),
-      tools: z.array(NamedFunction).min(1),
+  z.discriminatedUnion("type", [
+    NamedFunction,
+    z.looseObject({
+      type: z.literal("allowed_tools"),
+      allowed_tools: z.looseObject({
+        mode: z.enum(["auto", "required"]),
+        tools: z.array(NamedFunction).min(1),
+      }),
     }),
-  }),
+  ]),
 ], {
   error: "expected 'none', 'auto', 'required', {type: 'function', function: {name}} or " +
     "{type: 'allowed_tools', allowed_tools: {mode, tools}}",

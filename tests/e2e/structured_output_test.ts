@@ -51,7 +51,11 @@ async function streamed(s: TestServer, body: Json): Promise<{ content: string; f
 
 async function badRequest(s: TestServer, body: Json, param: string, message?: RegExp): Promise<void> {
   const res = await post(s, body);
-  assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 200)} -> ${res.status} ${JSON.stringify(res.json)}`);
+  assert.equal(
+    res.status,
+    400,
+    `${JSON.stringify(body).slice(0, 200)} -> ${res.status} ${JSON.stringify(res.json)}`,
+  );
   const err = errorOf(res.json);
   assert.equal(err.type, "invalid_request_error");
   assert.equal(err.param, param, `${JSON.stringify(body).slice(0, 200)}: ${err.message}`);
@@ -109,7 +113,12 @@ Deno.test("structured output e2e", async (t) => {
       assert.deepEqual(Person.parse(value), value);
       // The SDK refuses a cut answer, as it does OpenAI's.
       await assert.rejects(
-        c.chat.completions.parse({ model: MODEL, messages: PROMPTS[0], response_format: format, max_tokens: 40 }),
+        c.chat.completions.parse({
+          model: MODEL,
+          messages: PROMPTS[0],
+          response_format: format,
+          max_tokens: 40,
+        }),
         LengthFinishReasonError,
       );
     });
@@ -242,7 +251,13 @@ Deno.test("structured output e2e", async (t) => {
       const schemaParam = "response_format.json_schema.schema";
       await badRequest(
         s,
-        { messages: hi, response_format: jsonSchema({ type: "object", properties: { a: { type: "string", pattern: "^x" } } }, { strict: true }) },
+        {
+          messages: hi,
+          response_format: jsonSchema({
+            type: "object",
+            properties: { a: { type: "string", pattern: "^x" } },
+          }, { strict: true }),
+        },
         schemaParam,
         /'pattern'.*#\/properties\/a/,
       );
@@ -254,27 +269,49 @@ Deno.test("structured output e2e", async (t) => {
       });
       assert.equal(loose.status, 200);
       // Misplaced schema: beside json_schema instead of inside it.
-      await badRequest(s, { messages: hi, response_format: { type: "json_schema", schema: { type: "object" } } }, "response_format.json_schema");
-      await badRequest(s, { messages: hi, response_format: { type: "json_schema", json_schema: { name: "x" } } }, schemaParam);
-      await badRequest(s, { messages: hi, response_format: { type: "json_schema", json_schema: { schema: {} } } }, "response_format.json_schema.name");
-      await badRequest(s, { messages: hi, response_format: { type: "json_schema", json_schema: { name: "a b", schema: {} } } }, "response_format.json_schema.name");
-      await badRequest(s, { messages: hi, response_format: { type: "json_schema", json_schema: { name: "x".repeat(65), schema: {} } } }, "response_format.json_schema.name");
+      await badRequest(s, {
+        messages: hi,
+        response_format: { type: "json_schema", schema: { type: "object" } },
+      }, "response_format.json_schema");
+      await badRequest(s, {
+        messages: hi,
+        response_format: { type: "json_schema", json_schema: { name: "x" } },
+      }, schemaParam);
+      await badRequest(s, {
+        messages: hi,
+        response_format: { type: "json_schema", json_schema: { schema: {} } },
+      }, "response_format.json_schema.name");
+      await badRequest(s, {
+        messages: hi,
+        response_format: { type: "json_schema", json_schema: { name: "a b", schema: {} } },
+      }, "response_format.json_schema.name");
+      await badRequest(s, {
+        messages: hi,
+        response_format: { type: "json_schema", json_schema: { name: "x".repeat(65), schema: {} } },
+      }, "response_format.json_schema.name");
       await badRequest(s, { messages: hi, response_format: jsonSchema("object") }, schemaParam);
       await badRequest(s, { messages: hi, response_format: jsonSchema([{ type: "object" }]) }, schemaParam);
       await badRequest(s, { messages: hi, response_format: { type: "yaml" } }, "response_format.type");
       await badRequest(s, { messages: hi, response_format: "json" }, "response_format");
-      for (const schema of [
-        { type: 5 },
-        { type: "objekt" },
-        { $ref: "#/$defs/missing" },
-        { $ref: "https://example.com/schema.json" },
-        { enum: [] },
-        { type: "array", minItems: -1 },
-        { type: "integer", minimum: 3, maximum: 1 },
-        { type: "object", properties: { a: { type: "string" } }, required: ["a", "b"], additionalProperties: false },
-        { anyOf: "x" },
-        { $defs: { a: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" },
-      ]) {
+      for (
+        const schema of [
+          { type: 5 },
+          { type: "objekt" },
+          { $ref: "#/$defs/missing" },
+          { $ref: "https://example.com/schema.json" },
+          { enum: [] },
+          { type: "array", minItems: -1 },
+          { type: "integer", minimum: 3, maximum: 1 },
+          {
+            type: "object",
+            properties: { a: { type: "string" } },
+            required: ["a", "b"],
+            additionalProperties: false,
+          },
+          { anyOf: "x" },
+          { $defs: { a: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" },
+        ]
+      ) {
         await badRequest(s, { messages: hi, response_format: jsonSchema(schema) }, schemaParam);
       }
       const ok = await c.chat.completions.create({ model: MODEL, messages: hi });

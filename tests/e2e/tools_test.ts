@@ -61,7 +61,11 @@ async function sse(s: TestServer, body: Json): Promise<Json[]> {
 
 async function badRequest(s: TestServer, body: Json, param: string, message?: RegExp): Promise<void> {
   const res = await post(s, body);
-  assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 200)} -> ${res.status} ${JSON.stringify(res.json)}`);
+  assert.equal(
+    res.status,
+    400,
+    `${JSON.stringify(body).slice(0, 200)} -> ${res.status} ${JSON.stringify(res.json)}`,
+  );
   const err = errorOf(res.json);
   assert.equal(err.type, "invalid_request_error");
   assert.equal(err.param, param, `${JSON.stringify(body).slice(0, 200)}: ${err.message}`);
@@ -131,7 +135,10 @@ Deno.test("tool calling e2e", async (t) => {
         const final = await c.chat.completions.stream(body).finalChatCompletion();
         const strip = (cs: { type: string; function?: { name: string; arguments: string } }[] = []) =>
           cs.map((x) => ({ type: x.type, name: x.function?.name, arguments: x.function?.arguments }));
-        assert.deepEqual(strip(final.choices[0].message.tool_calls), strip(once.choices[0].message.tool_calls));
+        assert.deepEqual(
+          strip(final.choices[0].message.tool_calls),
+          strip(once.choices[0].message.tool_calls),
+        );
         assert.equal(final.choices[0].finish_reason, once.choices[0].finish_reason);
         assert.ok(once.choices[0].message.tool_calls!.length >= 1);
       }
@@ -173,10 +180,18 @@ Deno.test("tool calling e2e", async (t) => {
         // Function parameters are an object schema.
         if (params.type !== "object") {
           const { $defs, ...inner } = params;
-          params = { type: "object", properties: { value: inner }, required: ["value"], ...($defs ? { $defs } : {}) };
+          params = {
+            type: "object",
+            properties: { value: inner },
+            required: ["value"],
+            ...($defs ? { $defs } : {}),
+          };
         }
         const tools = [
-          { type: "function" as const, function: { name: `tool_${i}`, description: "Does a thing", parameters: params } },
+          {
+            type: "function" as const,
+            function: { name: `tool_${i}`, description: "Does a thing", parameters: params },
+          },
           TIME,
         ];
         const named = i % 2 === 1;
@@ -185,7 +200,9 @@ Deno.test("tool calling e2e", async (t) => {
           model: MODEL,
           messages: i % 4 === 0 ? ASK_WEATHER : HI,
           tools,
-          tool_choice: named ? { type: "function" as const, function: { name: `tool_${i}` } } : "required" as const,
+          tool_choice: named
+            ? { type: "function" as const, function: { name: `tool_${i}` } }
+            : "required" as const,
           max_tokens: 150,
           parallel_tool_calls: i % 5 !== 0,
         };
@@ -271,25 +288,28 @@ Deno.test("tool calling e2e", async (t) => {
       assert.deepEqual(messages.map((m) => m.role), ["user", "assistant", "tool", "assistant"]);
     });
 
-    await t.step("zodFunction tools (strict) are accepted as the SDK sends them; parse() checks them", async () => {
-      const tool = zodFunction({
-        name: "get_time",
-        description: "The local time in a time zone",
-        parameters: z.object({ zone: z.enum(["UTC", "CET", "PST"]), seconds: z.boolean() }),
-      });
-      const res = await c.chat.completions.parse({
-        model: MODEL,
-        messages: HI,
-        tools: [tool],
-        tool_choice: "required",
-      });
-      const call = res.choices[0].message.tool_calls![0];
-      assert.ok(call.type === "function");
-      assert.equal(call.function.name, "get_time");
-      const parsed = call.function.parsed_arguments as { zone: string; seconds: boolean };
-      assert.ok(["UTC", "CET", "PST"].includes(parsed.zone));
-      assert.equal(typeof parsed.seconds, "boolean");
-    });
+    await t.step(
+      "zodFunction tools (strict) are accepted as the SDK sends them; parse() checks them",
+      async () => {
+        const tool = zodFunction({
+          name: "get_time",
+          description: "The local time in a time zone",
+          parameters: z.object({ zone: z.enum(["UTC", "CET", "PST"]), seconds: z.boolean() }),
+        });
+        const res = await c.chat.completions.parse({
+          model: MODEL,
+          messages: HI,
+          tools: [tool],
+          tool_choice: "required",
+        });
+        const call = res.choices[0].message.tool_calls![0];
+        assert.ok(call.type === "function");
+        assert.equal(call.function.name, "get_time");
+        const parsed = call.function.parsed_arguments as { zone: string; seconds: boolean };
+        assert.ok(["UTC", "CET", "PST"].includes(parsed.zone));
+        assert.equal(typeof parsed.seconds, "boolean");
+      },
+    );
 
     await t.step("deprecated functions / function_call answer with function_call", async () => {
       const res = await post(s, { messages: ASK_WEATHER, functions: [WEATHER.function] });
@@ -305,7 +325,9 @@ Deno.test("tool calling e2e", async (t) => {
 
       const events = await sse(s, { messages: ASK_WEATHER, functions: [WEATHER.function] });
       const parts = events.map((e) => (e.choices as Json[])[0]).filter(Boolean);
-      const fcs = parts.map((d) => (d.delta as Json).function_call as Json | undefined).filter(Boolean) as Json[];
+      const fcs = parts.map((d) => (d.delta as Json).function_call as Json | undefined).filter(
+        Boolean,
+      ) as Json[];
       assert.equal(fcs[0].name, "get_weather");
       assert.deepEqual(JSON.parse(fcs.map((f) => f.arguments).join("")), { city: "Paris" });
       assert.equal(parts.at(-1)!.finish_reason, "function_call");
@@ -319,7 +341,11 @@ Deno.test("tool calling e2e", async (t) => {
       assert.equal(forcedCall.name, "get_time");
       assert.equal(validate(TIME.function.parameters, JSON.parse(String(forcedCall.arguments))), null);
 
-      const none = await post(s, { messages: ASK_WEATHER, functions: [WEATHER.function], function_call: "none" });
+      const none = await post(s, {
+        messages: ASK_WEATHER,
+        functions: [WEATHER.function],
+        function_call: "none",
+      });
       const noneChoice = (none.json.choices as Json[])[0];
       assert.equal((noneChoice.message as Json).function_call, undefined);
       assert.equal(noneChoice.finish_reason, "stop");
@@ -328,7 +354,11 @@ Deno.test("tool calling e2e", async (t) => {
       const history = await post(s, {
         messages: [
           ...ASK_WEATHER,
-          { role: "assistant", content: null, function_call: { name: "get_weather", arguments: '{"city":"Paris"}' } },
+          {
+            role: "assistant",
+            content: null,
+            function_call: { name: "get_weather", arguments: '{"city":"Paris"}' },
+          },
           { role: "function", name: "get_weather", content: TOOL_RESULT },
         ],
         functions: [WEATHER.function],
@@ -343,9 +373,17 @@ Deno.test("tool calling e2e", async (t) => {
       });
       await badRequest(s, { messages: HI, tools: [tool("bad name")] }, "tools[0].function.name");
       await badRequest(s, { messages: HI, tools: [tool("x".repeat(65))] }, "tools[0].function.name");
-      await badRequest(s, { messages: HI, tools: [{ type: "function", function: {} }] }, "tools[0].function.name");
+      await badRequest(
+        s,
+        { messages: HI, tools: [{ type: "function", function: {} }] },
+        "tools[0].function.name",
+      );
       await badRequest(s, { messages: HI, tools: [{ type: "retrieval" }] }, "tools[0].type");
-      await badRequest(s, { messages: HI, tools: [tool("f", { parameters: "x" })] }, "tools[0].function.parameters");
+      await badRequest(
+        s,
+        { messages: HI, tools: [tool("f", { parameters: "x" })] },
+        "tools[0].function.parameters",
+      );
       await badRequest(
         s,
         { messages: HI, tools: [WEATHER, tool("f", { parameters: { type: "string" } })] },
@@ -373,16 +411,23 @@ Deno.test("tool calling e2e", async (t) => {
         },
         "tool_choice",
       );
-      await badRequest(s, { messages: HI, tools: [WEATHER], parallel_tool_calls: "yes" }, "parallel_tool_calls");
+      await badRequest(
+        s,
+        { messages: HI, tools: [WEATHER], parallel_tool_calls: "yes" },
+        "parallel_tool_calls",
+      );
       // Strict tools: unsupported keywords are refused up front, naming the keyword.
       await badRequest(
         s,
         {
           messages: HI,
-          tools: [tool("f", {
-            strict: true,
-            parameters: { type: "object", properties: { a: { type: "string", format: "email" } } },
-          }), WEATHER],
+          tools: [
+            tool("f", {
+              strict: true,
+              parameters: { type: "object", properties: { a: { type: "string", format: "email" } } },
+            }),
+            WEATHER,
+          ],
         },
         "tools[0].function.parameters",
         /'format'/,
@@ -391,18 +436,23 @@ Deno.test("tool calling e2e", async (t) => {
         s,
         {
           messages: HI,
-          tools: [WEATHER, tool("g", { strict: true, parameters: { type: "object", patternProperties: {} } })],
+          tools: [
+            WEATHER,
+            tool("g", { strict: true, parameters: { type: "object", patternProperties: {} } }),
+          ],
           tool_choice: "none",
         },
         "tools[1].function.parameters",
         /patternProperties/,
       );
       // A forced call over a malformed schema: 400, never 500.
-      for (const parameters of [{ type: "object", properties: { a: { type: "nope" } } }, { $ref: "#/missing" }, {
-        type: "object",
-        properties: { a: { type: "integer", minimum: 5, maximum: 1 } },
-        required: ["a"],
-      }]) {
+      for (
+        const parameters of [{ type: "object", properties: { a: { type: "nope" } } }, { $ref: "#/missing" }, {
+          type: "object",
+          properties: { a: { type: "integer", minimum: 5, maximum: 1 } },
+          required: ["a"],
+        }]
+      ) {
         await badRequest(
           s,
           { messages: HI, tools: [WEATHER, tool("f", { parameters })], tool_choice: "required" },
@@ -413,7 +463,11 @@ Deno.test("tool calling e2e", async (t) => {
       await badRequest(s, { messages: HI, functions: [WEATHER.function], tools: [WEATHER] }, "functions");
       await badRequest(s, { messages: HI, functions: [{ name: "a b" }] }, "functions[0].name");
       await badRequest(s, { messages: HI, function_call: "auto" }, "function_call");
-      await badRequest(s, { messages: HI, functions: [WEATHER.function], function_call: { name: "x" } }, "function_call");
+      await badRequest(
+        s,
+        { messages: HI, functions: [WEATHER.function], function_call: { name: "x" } },
+        "function_call",
+      );
       await badRequest(
         s,
         { messages: HI, tools: [WEATHER], tool_choice: "auto", function_call: "auto" },
