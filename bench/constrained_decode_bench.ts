@@ -18,6 +18,7 @@ import { BudgetedConstraint, vocabIndexOf } from "../src/engines/chat_constraint
 import { ChoiceOutput } from "../src/engines/chat_output.ts";
 import { compileJsonSchema, type Grammar } from "../src/engines/constrain/mod.ts";
 import type { ChatGenerateOptions, ChatMessage, ModelEntry } from "../src/engines/types.ts";
+import { median } from "./stats.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const { values } = parseArgs({
@@ -66,12 +67,6 @@ const SCHEMA = {
   required: ["title", "status", "priority", "owner", "items", "notes"],
   additionalProperties: false,
 };
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 try {
   Deno.statSync(join(modelDir, "config.json"));
