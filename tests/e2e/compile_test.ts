@@ -14,10 +14,11 @@ async function canCompile(): Promise<string | undefined> {
       args: ["compile", "--output", join(dir, "probe"), join(dir, "probe.ts")],
       stdout: "null",
       stderr: "piped",
+      env: { NO_COLOR: "1" },
       signal: AbortSignal.timeout(60_000),
     }).output();
     if (out.success) return undefined;
-    const lines = new TextDecoder().decode(out.stderr).replace(/\x1b\[[0-9;]*m/g, "").split("\n");
+    const lines = new TextDecoder().decode(out.stderr).split("\n");
     return lines.find((l) => /error sending request/.test(l))?.trim() ??
       lines.find((l) => /error/i.test(l)) ?? "deno compile failed";
   } catch (e) {
