@@ -16,7 +16,7 @@ import { createLogger } from "../src/log.ts";
 import { startServer } from "../src/server.ts";
 import { builtinLoaders } from "../src/engines/loaders.ts";
 import type { ChatEngine, ChatGenerateOptions, ChatMessage } from "../src/engines/types.ts";
-import { median } from "./stats.ts";
+import { firstModelDir, fixedLengthOptions, median } from "./stats.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const CANDIDATES = ["models/generated/bench/smollm2-135m-instruct", "models/generated/chat-tiny"];
@@ -100,15 +100,7 @@ if (values.client) {
   Deno.exit(0);
 }
 
-const modelDir = resolve(
-  values.model ?? CANDIDATES.map((c) => join(ROOT, c)).find((c) => {
-    try {
-      return Deno.statSync(join(c, "config.json")).isFile;
-    } catch {
-      return false;
-    }
-  }) ?? join(ROOT, CANDIDATES.at(-1)!),
-);
+const modelDir = resolve(values.model ?? firstModelDir(ROOT, CANDIDATES));
 const rounds = Number(values.rounds);
 const targetPrompt = Number(values["prompt-tokens"]);
 const newTokens = Number(values["new-tokens"]);
@@ -161,20 +153,7 @@ try {
   const promptLength = engine.prompt(messages).ids.length;
 
   const options: Omit<ChatGenerateOptions, "seed"> = {
-    n: 1,
-    maxTokens: newTokens,
-    minTokens: 0,
-    ignoreEos: true,
-    stop: [],
-    sampling: {
-      temperature: 1,
-      topP: 1,
-      topK: 0,
-      presencePenalty: 0,
-      frequencyPenalty: 0,
-      logitBias: new Map(),
-    },
-    logprobs: null,
+    ...fixedLengthOptions(newTokens),
   };
 
   /** In-process: template + tokenize + generate, timed like a client would see it. */

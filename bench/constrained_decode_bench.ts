@@ -18,7 +18,7 @@ import { BudgetedConstraint, vocabIndexOf } from "../src/engines/chat_constraint
 import { ChoiceOutput } from "../src/engines/chat_output.ts";
 import { compileJsonSchema, type Grammar } from "../src/engines/constrain/mod.ts";
 import type { ChatGenerateOptions, ChatMessage, ModelEntry } from "../src/engines/types.ts";
-import { median } from "./stats.ts";
+import { fixedLengthOptions, median } from "./stats.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const { values } = parseArgs({
@@ -101,21 +101,8 @@ try {
   }];
   const prompt = engine.prompt(messages);
   const base: ChatGenerateOptions = {
-    n: 1,
-    maxTokens: newTokens,
-    minTokens: 0,
-    ignoreEos: true,
-    stop: [],
-    sampling: {
-      temperature: 1,
-      topP: 1,
-      topK: 0,
-      presencePenalty: 0,
-      frequencyPenalty: 0,
-      logitBias: new Map(),
-    },
+    ...fixedLengthOptions(newTokens),
     seed: SEED,
-    logprobs: null,
   };
   const t0 = performance.now();
   const index = vocabIndexOf(engine);

@@ -17,7 +17,7 @@ import { startServer } from "../src/server.ts";
 import { builtinLoaders } from "../src/engines/loaders.ts";
 import type { EmbeddingEngine } from "../src/engines/types.ts";
 import { embeddingBatchStats } from "../src/api/embeddings.ts";
-import { median } from "./stats.ts";
+import { firstModelDir, median } from "./stats.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 /** The all-MiniLM-L6-v2-shaped model of `deno task models:bench`, else embed-tiny. */
@@ -54,15 +54,7 @@ const { values } = parseArgs({
   },
 });
 
-const modelDir = resolve(
-  values.model ?? CANDIDATES.map((c) => join(ROOT, c)).find((c) => {
-    try {
-      return Deno.statSync(join(c, "config.json")).isFile;
-    } catch {
-      return false;
-    }
-  }) ?? join(ROOT, CANDIDATES.at(-1)!),
-);
+const modelDir = resolve(values.model ?? firstModelDir(ROOT, CANDIDATES));
 const rounds = Number(values.rounds);
 const n = Number(values.inputs);
 const texts = sentences(n, Number(values.words));

@@ -1,5 +1,5 @@
-// Owns the small statistics every benchmark reports: medians (robust to the noisy shared machine) and
-// percentiles of sorted samples.
+// Owns what the benchmarks share: medians (robust to the noisy shared machine), percentiles of sorted samples,
+// where to find a benchmark model, and fixed-length generation options.
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -11,4 +11,51 @@ export function median(xs: number[]): number {
 export function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** The first candidate folder (relative to `root`) holding a model, or the last one (so errors name it). */
+export function firstModelDir(root: string, candidates: string[]): string {
+  const found = candidates.map((c) => `${root}${c}`).find((c) => {
+    try {
+      return Deno.statSync(`${c}/config.json`).isFile;
+    } catch {
+      return false;
+    }
+  });
+  return found ?? `${root}${candidates.at(-1)}`;
+}
+
+/** Generation options of a speed benchmark: exactly `newTokens` tokens (eos ignored), plain sampling. */
+export function fixedLengthOptions(newTokens: number): {
+  n: number;
+  maxTokens: number;
+  minTokens: number;
+  ignoreEos: boolean;
+  stop: string[];
+  sampling: {
+    temperature: number;
+    topP: number;
+    topK: number;
+    presencePenalty: number;
+    frequencyPenalty: number;
+    logitBias: Map<number, number>;
+  };
+  logprobs: null;
+} {
+  return {
+    n: 1,
+    maxTokens: newTokens,
+    minTokens: 0,
+    ignoreEos: true,
+    stop: [],
+    sampling: {
+      temperature: 1,
+      topP: 1,
+      topK: 0,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      logitBias: new Map(),
+    },
+    logprobs: null,
+  };
 }
