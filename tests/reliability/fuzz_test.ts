@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { errorOf, startTestServer } from "../helpers.ts";
 
-const RUNS = Number(Deno.env.get("FUZZ_RUNS") ?? 300);
+const RUNS = Number(Deno.env.get("FUZZ_RUNS") ?? 1500);
 
 const chatValid = {
   model: "chat-tiny",
