@@ -26,6 +26,9 @@ interface Slot {
   queue?: BoundedQueue;
 }
 
+/** Messages of failed downloads (fetch, DNS, refused connections), which deserve a how-to-get-it message. */
+const NETWORK_FAILURE = /fetch failed|network|dns|ENOTFOUND|ECONNREFUSED|ECONNRESET|EAI_AGAIN|timed? ?out/i;
+
 /** A failed load is retried on a later request after this long, so a fixed file is picked up. */
 const RETRY_FAILED_MS = 10_000;
 
@@ -176,7 +179,11 @@ export class Registry {
         return engine;
       },
       (err) => {
-        const reason = err instanceof Error ? err.message : String(err);
+        let reason = err instanceof Error ? err.message : String(err);
+        if (entry.repo && !(err instanceof ModelFilesMissing) && NETWORK_FAILURE.test(reason)) {
+          reason = `could not download ${entry.repo} from the Hugging Face hub (${reason}): run ` +
+            `\`deno task pull ${entry.id}\` where the hub is reachable, or copy its files to ${entry.path}`;
+        }
         Object.assign(slot, { state: "failed", loading: undefined, error: reason, failedAt: Date.now() });
         this.ctx.log.error("model failed to load", { model: entry.id, reason });
         throw err;

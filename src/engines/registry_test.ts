@@ -130,3 +130,19 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("registry: a hub model that cannot be downloaded says how to get it", async () => {
+  const m = parseManifest({ models: { q: { task: "chat", repo: "org/Model" } } }, "/models", "cpu");
+  const r = new Registry(m, { chat: () => Promise.reject(new TypeError("fetch failed")) }, {
+    modelsDir: "/models",
+    threads: 1,
+    allowRemote: true,
+    log: memoryLogger(),
+  }, { loadWaitMs: 1000, queueSize: 1 });
+  await assert.rejects(r.engine(r.resolve("q", "chat")), (e: unknown) => {
+    assert.ok(e instanceof ApiError);
+    assert.equal(e.status, 503);
+    assert.match(e.message, /could not download org\/Model .*fetch failed.*deno task pull q/);
+    return true;
+  });
+});

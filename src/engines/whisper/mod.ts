@@ -6,6 +6,9 @@ import { ModelFilesMissing } from "../registry.ts";
 import type { EngineLoader, LoadContext, ModelEntry } from "../types.ts";
 import { cstr, openWhisper } from "./ffi.ts";
 import { WhisperEngine } from "./engine.ts";
+import { HubClient, hubOptionsFromEnv } from "../../hub/client.ts";
+import { pullModel } from "../../hub/pull.ts";
+import { terminalProgress } from "../../hub/progress.ts";
 
 export { WhisperEngine } from "./engine.ts";
 export { findLibrary, WhisperLibraryMissing } from "./ffi.ts";
@@ -35,8 +38,8 @@ export async function modelFile(entry: ModelEntry): Promise<string> {
   const info = await exists(entry.path);
   if (!info) {
     throw new ModelFilesMissing(
-      `model file ${entry.path} is missing (generate the test model with \`deno task models:test\`, or put a ` +
-        "ggml whisper model there)",
+      `model file ${entry.path} is missing: put a ggml whisper model there (the project's test model is made ` +
+        "by `deno task models:test`)",
     );
   }
   if (info.isFile) return entry.path;
@@ -73,11 +76,43 @@ function optionInt(entry: ModelEntry, key: string): number | undefined {
   return v;
 }
 
+/**
+ * A hub model whose file is not on disk yet: downloaded on first use (with the pull command's progress, resume
+ * and hash checks) when remote loading is allowed; otherwise the missing-file error says how to get it.
+ */
+async function fetchFromHub(entry: ModelEntry, ctx: LoadContext, missing: unknown): Promise<string> {
+  if (!(missing instanceof ModelFilesMissing) || !entry.repo) throw missing;
+  const file = typeof entry.options.file === "string" ? entry.options.file : undefined;
+  if (!ctx.allowRemote) {
+    throw new ModelFilesMissing(
+      `${entry.repo}${
+        file ? `/${file}` : ""
+      } is not in the models folder and downloads are off (--offline): ` +
+        `run \`deno task pull ${entry.id}\` where the hub is reachable, or copy the file to ${entry.path}`,
+    );
+  }
+  ctx.log.info("downloading model", { model: entry.id, repo: entry.repo, file });
+  try {
+    await pullModel(new HubClient(hubOptionsFromEnv()), {
+      repo: entry.repo,
+      task: "transcription",
+      file,
+      modelsDir: ctx.modelsDir,
+    }, { progress: terminalProgress() });
+  } catch (e) {
+    throw new ModelFilesMissing(
+      `could not download ${entry.repo}${file ? `/${file}` : ""} from the hub (${(e as Error).message}): ` +
+        `run \`deno task pull ${entry.id}\` where the hub is reachable, or copy the file to ${entry.path}`,
+    );
+  }
+  return await modelFile(entry);
+}
+
 /** A loader with explicit settings (the server passes its config here). */
 export function whisperLoader(settings: WhisperSettings = {}): EngineLoader {
   return async (entry, loadCtx) => {
     const ctx = loadCtx as WhisperLoadContext;
-    const file = await modelFile(entry);
+    const file = await modelFile(entry).catch((e) => fetchFromHub(entry, ctx, e));
     const lib = await openWhisper(settings.lib ?? ctx.whisperLib ?? Deno.env.get("OAI_WHISPER_LIB"));
     const useGpu = entry.device === "cpu" ? 0 : -1;
     const handle = await lib.shim.wshim_init(cstr(file), useGpu, -1, -1);
