@@ -212,3 +212,19 @@ export async function spawnServer(
     },
   };
 }
+
+/** POSTs a chat request for chat-tiny (unless `body` names a model) and asserts a 400 naming `param`. */
+export async function expectChatBadRequest(
+  url: string,
+  body: Record<string, unknown>,
+  param: string,
+  message?: RegExp,
+): Promise<void> {
+  const res = await postRaw(`${url}/v1/chat/completions`, JSON.stringify({ model: "chat-tiny", ...body }));
+  const what = JSON.stringify(body).slice(0, 200);
+  if (res.status !== 400) throw new Error(`${what} -> ${res.status} ${JSON.stringify(res.json)}`);
+  const err = errorOf(res.json);
+  if (err.type !== "invalid_request_error") throw new Error(`${what}: type ${err.type}`);
+  if (err.param !== param) throw new Error(`${what}: param ${err.param}, expected ${param} (${err.message})`);
+  if (message && !message.test(err.message)) throw new Error(`${what}: message ${err.message}`);
+}

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { zodResponseFormat } from "openai/helpers/zod";
 import { LengthFinishReasonError } from "openai/core/error";
-import { errorOf, postRaw, startTestServer, type TestServer } from "../helpers.ts";
+import { expectChatBadRequest, postRaw, startTestServer, type TestServer } from "../helpers.ts";
 import { prng } from "../../src/engines/constrain/synthetic_vocab.ts";
 import { randomSchema, validate } from "../../src/engines/constrain/test_support.ts";
 
@@ -49,17 +49,8 @@ async function streamed(s: TestServer, body: Json): Promise<{ content: string; f
   return { content, finish };
 }
 
-async function badRequest(s: TestServer, body: Json, param: string, message?: RegExp): Promise<void> {
-  const res = await post(s, body);
-  assert.equal(
-    res.status,
-    400,
-    `${JSON.stringify(body).slice(0, 200)} -> ${res.status} ${JSON.stringify(res.json)}`,
-  );
-  const err = errorOf(res.json);
-  assert.equal(err.type, "invalid_request_error");
-  assert.equal(err.param, param, `${JSON.stringify(body).slice(0, 200)}: ${err.message}`);
-  if (message) assert.match(err.message, message);
+function badRequest(s: TestServer, body: Json, param: string, message?: RegExp): Promise<void> {
+  return expectChatBadRequest(s.url, { model: MODEL, ...body }, param, message);
 }
 
 const jsonSchema = (schema: unknown, extra: Json = {}) => ({
