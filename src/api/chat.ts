@@ -28,6 +28,7 @@ import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
 import { responseGrammar } from "./chat_format.ts";
 import { forcedCallGrammar, planTools } from "./chat_tools.ts";
+import { randomId } from "../ids.ts";
 
 /** Requests for one model run one at a time, in arrival order. */
 const CONCURRENCY = 1;
@@ -87,7 +88,7 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
       });
   }
   const reply: Reply = {
-    id: `chatcmpl-${randomId(29)}`,
+    id: randomId("chatcmpl-", 29),
     created: Math.floor(Date.now() / 1000),
     model: entry.id,
     fingerprint: fingerprintOf(engine),
@@ -421,15 +422,6 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
   if (includeUsage) {
     yield { ...chunk({}), choices: [], usage: usage(reply.promptTokens, completionTokens) };
   }
-}
-
-const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-
-function randomId(length: number): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(length));
-  let out = "";
-  for (const b of bytes) out += ALPHABET[b % ALPHABET.length];
-  return out;
 }
 
 const fingerprints = new WeakMap<ChatEngine, string>();

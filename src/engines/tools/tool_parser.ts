@@ -10,6 +10,7 @@
 import type { ChatDelta, ChatFinishReason, ChatOutputParser, ChatToolCallDelta } from "../types.ts";
 import { CallScanner } from "./call_scanner.ts";
 import { HERMES, type ToolCallFormat } from "./formats.ts";
+import { randomId } from "../../ids.ts";
 
 export type ToolEvent =
   | { type: "content"; text: string }
@@ -334,11 +335,7 @@ export function collect(events: ToolEvent[]): { content: string; calls: ParsedTo
 
 /** An OpenAI-style call id: "call_" and 24 random letters and digits. */
 export function newCallId(): string {
-  const abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  const r = crypto.getRandomValues(new Uint8Array(24));
-  let s = "call_";
-  for (const b of r) s += abc[b % abc.length];
-  return s;
+  return randomId("call_", 24);
 }
 
 /**

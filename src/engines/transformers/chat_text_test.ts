@@ -109,11 +109,24 @@ Deno.test("StopFilter: any text, any chunking: output is the text up to the firs
           chunks.push(text.slice(i, i + n));
           i += n;
         }
-        const cuts = stops.map((s) => text.indexOf(s)).filter((x) => x >= 0);
-        const expected = cuts.length ? text.slice(0, Math.min(...cuts)) : text;
+        // Streaming semantics: generation stops after the first chunk whose arrival completes any stop
+        // sequence, cut where the earliest stop in the text so far begins. (A longer stop that starts earlier
+        // but would only complete later never gets the chance, as with OpenAI.)
+        let expected = text;
+        let stopped = false;
+        let seen = "";
+        for (const c of chunks) {
+          seen += c;
+          const cuts = stops.map((s) => seen.indexOf(s)).filter((x) => x >= 0);
+          if (cuts.length) {
+            expected = seen.slice(0, Math.min(...cuts));
+            stopped = true;
+            break;
+          }
+        }
         const r = runFilter(stops, chunks);
         assert.equal(r.out.join(""), expected);
-        assert.equal(r.stopped, cuts.length > 0);
+        assert.equal(r.stopped, stopped);
         // Everything emitted so far is always a prefix of the final output.
         let soFar = "";
         for (const piece of r.out) {
@@ -122,8 +135,15 @@ Deno.test("StopFilter: any text, any chunking: output is the text up to the firs
         }
       },
     ),
-    { numRuns: 500 },
+    { numRuns: 2000 },
   );
+});
+
+Deno.test("StopFilter: a stop that completes first wins over a longer one that began earlier", () => {
+  // "a" arrives complete with the second chunk; "\nac" would need the third.
+  assert.equal(runFilter(["a", "\nac"], ["\n", "a", "c"]).out.join(""), "\n");
+  // Both complete with the same chunk: the one that starts first decides.
+  assert.equal(runFilter(["a", "\nac"], ["\n", "ac"]).out.join(""), "");
 });
 
 Deno.test("TokenTexts: byte-level, byte-fallback and special tokens; partial UTF-8 shows as bytes", () => {
