@@ -6,12 +6,12 @@
 // tokens/s with vs without the constraint on the SmolLM2-shaped model) belongs to the chat engine's bench.
 //
 //   deno run -A bench/constrain_bench.ts [--tokens 200] [--runs 20]
-import { applyMask, type Grammar, maskIds } from "../src/engines/constrain/matcher.ts";
-import { compileJsonSchema, jsonObjectGrammar } from "../src/engines/constrain/schema.ts";
-import { prng, syntheticVocab } from "../src/engines/constrain/synthetic_vocab.ts";
-import { tokenBytesFromTokenizerJson } from "../src/engines/constrain/token_bytes.ts";
-import { toolCallGrammar } from "../src/engines/constrain/tool_grammar.ts";
-import { VocabIndex } from "../src/engines/constrain/vocab.ts";
+import { applyMask, type Grammar, maskIds } from "../src/chat/constrain/matcher.ts";
+import { compileJsonSchema, jsonObjectGrammar } from "../src/chat/constrain/schema.ts";
+import { prng, syntheticVocab } from "../tests/support/synthetic_vocab.ts";
+import { tokenBytesFromTokenizerJson } from "../src/chat/constrain/token_bytes.ts";
+import { toolCallGrammar } from "../src/chat/constrain/tool_grammar.ts";
+import { VocabIndex } from "../src/chat/constrain/vocab.ts";
 
 const args = Deno.args;
 const flag = (name: string, dflt: number) => {

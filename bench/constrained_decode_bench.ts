@@ -14,9 +14,9 @@ import { parseArgs } from "node:util";
 import { basename, join, resolve } from "node:path";
 import { createLogger } from "../src/log.ts";
 import { loadChat } from "../src/engines/transformers/chat_engine.ts";
-import { BudgetedConstraint, vocabIndexOf } from "../src/engines/chat_constraint.ts";
-import { ChoiceOutput } from "../src/engines/chat_output.ts";
-import { compileJsonSchema, type Grammar } from "../src/engines/constrain/mod.ts";
+import { BudgetedConstraint, vocabIndexOf } from "../src/chat/constraint.ts";
+import { ChoiceOutput } from "../src/chat/output.ts";
+import { compileJsonSchema, type Grammar } from "../src/chat/constrain/mod.ts";
 import type { ChatGenerateOptions, ChatMessage, ModelEntry } from "../src/engines/types.ts";
 import { fixedLengthOptions, median } from "./stats.ts";
 

@@ -15,11 +15,11 @@ import type {
   ChatToolCall,
   ModelEntry,
 } from "../engines/types.ts";
-import { BudgetedConstraint, vocabIndexOf } from "../engines/chat_constraint.ts";
-import { ChoiceOutput } from "../engines/chat_output.ts";
-import { detectToolFormat, ToolOutputParser } from "../engines/tools/mod.ts";
+import { BudgetedConstraint, vocabIndexOf } from "../chat/constraint.ts";
+import { ChoiceOutput } from "../chat/output.ts";
+import { detectToolFormat, ToolOutputParser } from "../chat/tools/mod.ts";
 import { ChatPromptError } from "../engines/transformers/chat_engine.ts";
-import { randomSeed } from "../engines/transformers/chat_sampler.ts";
+import { randomSeed } from "../chat/sampler.ts";
 import { readJson } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
 import { sseResponse } from "../http/sse.ts";

@@ -3,7 +3,7 @@
 // follows. strict defaults to false as in OpenAI: keywords the grammar cannot enforce are then ignored (and
 // logged); with strict true they are a 400 naming the keyword and where it is. A schema the compiler cannot
 // take for any reason is the request's fault: always a 400, never a 500.
-import { compileJsonSchema, type Grammar, jsonObjectGrammar, SchemaError } from "../engines/constrain/mod.ts";
+import { compileJsonSchema, type Grammar, jsonObjectGrammar, SchemaError } from "../chat/constrain/mod.ts";
 import type { Logger } from "../engines/types.ts";
 import { ApiError } from "../http/errors.ts";
 import type { ResponseFormat } from "../protocol/chat_tools.ts";

@@ -1,7 +1,7 @@
 // Tests response_format -> grammar: text is no constraint, json_object any object, json_schema the schema
 // (strict or not), and every schema the compiler refuses is a 400 naming response_format.json_schema.schema.
 import assert from "node:assert/strict";
-import { VocabIndex } from "../engines/constrain/mod.ts";
+import { VocabIndex } from "../chat/constrain/mod.ts";
 import { ApiError } from "../http/errors.ts";
 import { memoryLogger } from "../log.ts";
 import { responseGrammar } from "./chat_format.ts";

@@ -6,8 +6,8 @@
 // required). `parallel_tool_calls` false keeps one call. The deprecated `functions` + `function_call` run the
 // same way with one call at most; the API module then answers with `function_call` as OpenAI does.
 // Strict tools' parameters must compile in strict mode whatever the choice (as OpenAI checks them up front).
-import { compileJsonSchema, type Grammar, toolCallGrammar, type ToolSpec } from "../engines/constrain/mod.ts";
-import type { ToolCallFormat } from "../engines/tools/mod.ts";
+import { compileJsonSchema, type Grammar, toolCallGrammar, type ToolSpec } from "../chat/constrain/mod.ts";
+import type { ToolCallFormat } from "../chat/tools/mod.ts";
 import type { ChatTool } from "../engines/types.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { FunctionCall, ToolChoice } from "../protocol/chat_tools.ts";

@@ -2,8 +2,8 @@
 // per tool_choice (and the deprecated functions), forced-call grammars in the model's format, and the 400s
 // for parameters that can't be compiled, naming the tool.
 import assert from "node:assert/strict";
-import { HERMES, MISTRAL } from "../engines/tools/mod.ts";
-import { maskHas, VocabIndex } from "../engines/constrain/mod.ts";
+import { HERMES, MISTRAL } from "../chat/tools/mod.ts";
+import { maskHas, VocabIndex } from "../chat/constrain/mod.ts";
 import { ApiError } from "../http/errors.ts";
 import { ChatCompletionRequest } from "../protocol/chat.ts";
 import { parseRequest } from "../protocol/validate.ts";

@@ -10,8 +10,8 @@ import { z } from "zod";
 import { zodResponseFormat } from "openai/helpers/zod";
 import { LengthFinishReasonError } from "openai/core/error";
 import { expectChatBadRequest, postRaw, startTestServer, type TestServer } from "../helpers.ts";
-import { prng } from "../../src/engines/constrain/synthetic_vocab.ts";
-import { randomSchema, validate } from "../../src/engines/constrain/test_support.ts";
+import { prng } from "../support/synthetic_vocab.ts";
+import { randomSchema, validate } from "../support/constrain_support.ts";
 
 const MODEL = "chat-tiny";
 type Json = Record<string, unknown>;

@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { zodFunction } from "openai/helpers/zod";
 import { expectChatBadRequest, postRaw, startTestServer, type TestServer } from "../helpers.ts";
-import { prng } from "../../src/engines/constrain/synthetic_vocab.ts";
-import { randomSchema, validate } from "../../src/engines/constrain/test_support.ts";
+import { prng } from "../support/synthetic_vocab.ts";
+import { randomSchema, validate } from "../support/constrain_support.ts";
 
 const MODEL = "chat-tiny";
 const WEATHER = {

@@ -25,8 +25,8 @@ import {
   requiredChatFiles,
   resolveChatSource,
 } from "./chat_files.ts";
-import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "./chat_sampler.ts";
-import { IncrementalDecoder, StopFilter, TokenTexts } from "./chat_text.ts";
+import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "../../chat/sampler.ts";
+import { IncrementalDecoder, StopFilter, TokenTexts } from "../../chat/text.ts";
 import { type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
 
 type Tokenizer = Awaited<ReturnType<TransformersModule["AutoTokenizer"]["from_pretrained"]>>;

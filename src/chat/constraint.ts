@@ -22,7 +22,7 @@ import {
   type TokenMask,
   VocabIndex,
 } from "./constrain/mod.ts";
-import type { ChatEngine, ChatLogitsProcessor } from "./types.ts";
+import type { ChatEngine, ChatLogitsProcessor } from "../engines/types.ts";
 
 /**
  * Steps whose slack (tokens left beyond the completion and EOS) is above this are not checked: no single

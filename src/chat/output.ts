@@ -2,7 +2,7 @@
 // calls are read from the output (tools/), limited to the calls the request allows (parallel_tool_calls false:
 // the first one; tool_choice none: none, their markup still kept out of the content), and the finish reason:
 // "tool_calls" when a call was kept, "length" when the constraint had to close the output early.
-import type { ChatDelta, ChatFinishReason, ChatOutputParser } from "./types.ts";
+import type { ChatDelta, ChatFinishReason, ChatOutputParser } from "../engines/types.ts";
 
 export interface ChoiceOutputOptions {
   /** Calls kept (in order); later ones are dropped whole. Infinity: all. */

@@ -3,8 +3,8 @@ import { HERMES, LLAMA3, MISTRAL } from "../tools/formats.ts";
 import { parseToolCalls } from "../tools/tool_parser.ts";
 import { maskHas } from "./matcher.ts";
 import { SchemaError } from "./schema.ts";
-import { prng } from "./synthetic_vocab.ts";
-import { randomSchema, randomWalk, sharedVocab, validate } from "./test_support.ts";
+import { prng } from "../../../tests/support/synthetic_vocab.ts";
+import { randomSchema, randomWalk, sharedVocab, validate } from "../../../tests/support/constrain_support.ts";
 import { toolCallGrammar, type ToolSpec } from "./tool_grammar.ts";
 
 const TOOLS: ToolSpec[] = [

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { applyMask, ConstrainedLogits, maskCount, maskHas, maskIds } from "./matcher.ts";
 import { compileJsonSchema, jsonObjectGrammar } from "./schema.ts";
-import { prng, syntheticVocab } from "./synthetic_vocab.ts";
-import { randomSchema, randomWalk, sharedVocab, validate } from "./test_support.ts";
+import { prng, syntheticVocab } from "../../../tests/support/synthetic_vocab.ts";
+import { randomSchema, randomWalk, sharedVocab, validate } from "../../../tests/support/constrain_support.ts";
 import { VocabIndex } from "./vocab.ts";
 
 Deno.test("matcher: documents generated for random schemas always validate (ajv)", () => {

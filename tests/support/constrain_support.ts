@@ -2,9 +2,9 @@
 // like a sampler would (random allowed tokens, then the shortest completion once over budget), a random
 // JSON Schema generator over the supported subset, and an independent validator (ajv).
 import Ajv from "ajv";
-import { type Grammar, maskHas, maskIds } from "./matcher.ts";
+import { type Grammar, maskHas, maskIds } from "../../src/chat/constrain/matcher.ts";
 import { type SyntheticVocab, syntheticVocab } from "./synthetic_vocab.ts";
-import { VocabIndex } from "./vocab.ts";
+import { VocabIndex } from "../../src/chat/constrain/vocab.ts";
 
 let shared: { vocab: SyntheticVocab; index: VocabIndex; byte: Int32Array } | undefined;
 

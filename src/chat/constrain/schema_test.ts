@@ -3,8 +3,8 @@ import { zodResponseFormat } from "openai/helpers/zod";
 import { z } from "zod";
 import { type Grammar, maskHas } from "./matcher.ts";
 import { compileJsonSchema, jsonObjectGrammar, SchemaError } from "./schema.ts";
-import { prng } from "./synthetic_vocab.ts";
-import { randomWalk, sharedVocab, validate } from "./test_support.ts";
+import { prng } from "../../../tests/support/synthetic_vocab.ts";
+import { randomWalk, sharedVocab, validate } from "../../../tests/support/constrain_support.ts";
 
 const enc = new TextEncoder();
 

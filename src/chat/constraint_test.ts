@@ -4,9 +4,9 @@
 // end-of-sequence is left; the budget marks the output truncated only when it overrode the model.
 import assert from "node:assert/strict";
 import { compileJsonSchema, jsonObjectGrammar, maskHas } from "./constrain/mod.ts";
-import { prng } from "./constrain/synthetic_vocab.ts";
-import { randomSchema, sharedVocab, validate } from "./constrain/test_support.ts";
-import { BudgetedConstraint, planTokens, tokensToWrite, vocabIndexOf } from "./chat_constraint.ts";
+import { prng } from "../../tests/support/synthetic_vocab.ts";
+import { randomSchema, sharedVocab, validate } from "../../tests/support/constrain_support.ts";
+import { BudgetedConstraint, planTokens, tokensToWrite, vocabIndexOf } from "./constraint.ts";
 import type { Grammar, VocabIndex } from "./constrain/mod.ts";
 
 /** Drives one choice like the engine: returns the text, tokens used and whether EOS ended it. */

@@ -2,9 +2,9 @@
 // (markup never shown), and the finish reason: tool_calls when a call was kept, length when the constraint
 // closed the output early.
 import assert from "node:assert/strict";
-import { ChoiceOutput } from "./chat_output.ts";
+import { ChoiceOutput } from "./output.ts";
 import { ToolOutputParser } from "./tools/mod.ts";
-import type { ChatDelta } from "./types.ts";
+import type { ChatDelta } from "../engines/types.ts";
 
 const CALL = (city: string) =>
   `<tool_call>\n{"name": "get_weather", "arguments": {"city": "${city}"}}\n</tool_call>`;

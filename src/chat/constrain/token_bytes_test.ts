@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseToolCalls } from "../tools/tool_parser.ts";
 import { maskIds } from "./matcher.ts";
-import { prng } from "./synthetic_vocab.ts";
+import { prng } from "../../../tests/support/synthetic_vocab.ts";
 import { byteLevelBytes, sentencePieceBytes, tokenBytesFromTokenizerJson } from "./token_bytes.ts";
 import { toolCallGrammar } from "./tool_grammar.ts";
 import { VocabIndex } from "./vocab.ts";

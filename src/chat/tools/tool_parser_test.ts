@@ -7,7 +7,7 @@ import {
   type ToolEvent,
   ToolOutputParser,
 } from "./tool_parser.ts";
-import { prng } from "../constrain/synthetic_vocab.ts";
+import { prng } from "../../../tests/support/synthetic_vocab.ts";
 
 const call = (name: string, args: unknown, key = "arguments") =>
   `<tool_call>\n${JSON.stringify({ name, [key]: args })}\n</tool_call>`;

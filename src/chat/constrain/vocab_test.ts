@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { UTF8_STATES } from "./recognizer.ts";
-import { prng } from "./synthetic_vocab.ts";
+import { prng } from "../../../tests/support/synthetic_vocab.ts";
 import { TokenTrie, VocabIndex } from "./vocab.ts";
 
 Deno.test("vocab: the trie holds every token under its bytes, one node per distinct prefix", () => {

@@ -3,7 +3,7 @@
 // text before the first one, however the text is chunked; token bytes for logprobs.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { IncrementalDecoder, StopFilter, TokenTexts } from "./chat_text.ts";
+import { IncrementalDecoder, StopFilter, TokenTexts } from "./text.ts";
 
 /** A fake byte-level tokenizer: token i is the single byte i (ids >= 256 are "special", decoded to ""). */
 const lenient = new TextDecoder();

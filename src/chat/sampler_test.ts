@@ -12,7 +12,7 @@ import {
   Sampler,
   type SamplingParams,
   TokenCounts,
-} from "./chat_sampler.ts";
+} from "./sampler.ts";
 
 const base: SamplingParams = {
   temperature: 1,
