@@ -4,7 +4,7 @@ import { ConfigError, parseConfig } from "./src/config.ts";
 import { createLogger } from "./src/log.ts";
 import { startServer } from "./src/server.ts";
 import { ManifestError } from "./src/engines/manifest.ts";
-import { builtinLoaders } from "./src/engines/loaders.ts";
+import { builtinLoaders } from "./src/loaders.ts";
 import { runCli } from "./src/cli/main.ts";
 
 async function main(): Promise<number> {

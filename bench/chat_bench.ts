@@ -14,7 +14,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { parseConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
 import { startServer } from "../src/server.ts";
-import { builtinLoaders } from "../src/engines/loaders.ts";
+import { builtinLoaders } from "../src/loaders.ts";
 import type { ChatEngine, ChatGenerateOptions, ChatMessage } from "../src/engines/types.ts";
 import { firstModelDir, fixedLengthOptions, median } from "./stats.ts";
 

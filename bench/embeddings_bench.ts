@@ -14,7 +14,7 @@ import OpenAI from "openai";
 import { parseConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
 import { startServer } from "../src/server.ts";
-import { builtinLoaders } from "../src/engines/loaders.ts";
+import { builtinLoaders } from "../src/loaders.ts";
 import type { EmbeddingEngine } from "../src/engines/types.ts";
 import { embeddingBatchStats } from "../src/api/embeddings.ts";
 import { firstModelDir, median } from "./stats.ts";

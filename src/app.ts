@@ -3,7 +3,7 @@
 // response (including a streamed body) has finished. Anything thrown by a handler becomes OpenAI's envelope here.
 import type { Config } from "./config.ts";
 import type { Registry } from "./engines/registry.ts";
-import type { Logger } from "./engines/types.ts";
+import type { Logger } from "./log.ts";
 import type { ApiContext, Handler, RequestNote } from "./api/context.ts";
 import { handleHealth, handleReady } from "./api/health.ts";
 import { handleListModels, handleRetrieveModel } from "./api/models.ts";

@@ -1,6 +1,14 @@
 // Owns log output: one line per event, as text or JSON, to stderr so stdout stays free for commands
 // (pull, list) that print results.
-import type { Logger } from "./engines/types.ts";
+
+/** Where every layer writes its log lines; fields become JSON keys or key=value pairs. */
+export interface Logger {
+  /** Dropped unless the log level is debug. */
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
 
 export type LogFormat = "json" | "text";
 

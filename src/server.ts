@@ -3,11 +3,11 @@
 import type { Config } from "./config.ts";
 import { createApp, type RequestRecord } from "./app.ts";
 import { loadManifest } from "./engines/manifest.ts";
-import { Registry } from "./engines/registry.ts";
-import type { EngineLoader, Logger, Task } from "./engines/types.ts";
+import { type Loaders, Registry } from "./engines/registry.ts";
+import type { Logger } from "./log.ts";
 
 export interface ServerDeps {
-  loaders: Partial<Record<Task, EngineLoader>>;
+  loaders: Loaders;
   log: Logger;
   onRequestDone?: (rec: RequestRecord) => void;
 }

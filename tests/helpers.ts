@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { type Config, parseConfig } from "../src/config.ts";
 import { memoryLogger } from "../src/log.ts";
 import { type RunningServer, startServer } from "../src/server.ts";
-import { builtinLoaders } from "../src/engines/loaders.ts";
+import { builtinLoaders } from "../src/loaders.ts";
 import type { ManifestJson } from "../src/engines/manifest.ts";
-import type { EngineLoader, Task } from "../src/engines/types.ts";
+import type { Loaders } from "../src/engines/registry.ts";
 import type { RequestRecord } from "../src/app.ts";
 
 export const REPO_ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -49,7 +49,7 @@ export interface TestServerOptions {
   manifest?: ManifestJson;
   /** Extra command-line flags, parsed exactly as the CLI would. */
   flags?: string[];
-  loaders?: Partial<Record<Task, EngineLoader>>;
+  loaders?: Loaders;
   apiKey?: string;
 }
 

@@ -1,33 +1,29 @@
-// Owns POST /v1/chat/completions: the wire request -> the model's prompt (its chat template) and the checks
-// that need the model (context window, logit_bias ids) -> the model's FIFO queue -> the engine's generation ->
-// OpenAI's chat.completion object, or chat.completion.chunk events over SSE. The queue slot is held for the
-// whole generation (a stream included) and released on completion, error or client disconnect. Tool calls
-// and response_format (issue 7) are planned in chat_tools.ts / chat_format.ts and reach the engine as its
-// per-choice constraint (engines/chat_constraint.ts) and output parser (engines/chat_output.ts).
+// Owns POST /v1/chat/completions: the wire request -> a native ChatJob (messages, tool plan, response format,
+// sampling) -> the model's FIFO queue -> the chat engine (the pipeline of src/chat/, computing in the model's
+// worker) -> OpenAI's chat.completion object, or chat.completion.chunk events over SSE. The queue slot is
+// held for the whole generation (a stream included) and released on completion, error or client disconnect.
+// Everything between the job and the events (prompt, budget, constraints, tool parsing) is the pipeline's.
 import type {
   ChatDelta,
   ChatEngine,
   ChatEvent,
   ChatFinishReason,
-  ChatGenerateOptions,
+  ChatJob,
   ChatMessage,
+  ChatResponseFormat,
   ChatTokenLogprob,
   ChatToolCall,
   ModelEntry,
 } from "../engines/types.ts";
-import { BudgetedConstraint, vocabIndexOf } from "../chat/constraint.ts";
-import { ChoiceOutput } from "../chat/output.ts";
-import { detectToolFormat, ToolOutputParser } from "../chat/tools/mod.ts";
-import { ChatPromptError } from "../engines/transformers/chat_engine.ts";
+import { checkJob } from "../chat/pipeline.ts";
 import { randomSeed } from "../chat/sampler.ts";
 import { readJson } from "../http/body.ts";
-import { ApiError } from "../http/errors.ts";
 import { sseResponse } from "../http/sse.ts";
 import { ChatCompletionRequest, type ChatRequestContent, type ChatRequestMessage } from "../protocol/chat.ts";
+import type { ResponseFormat } from "../protocol/chat_tools.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
-import { responseGrammar } from "./chat_format.ts";
-import { forcedCallGrammar, planTools } from "./chat_tools.ts";
+import { planTools } from "./chat_tools.ts";
 import { randomId } from "../ids.ts";
 
 /** Requests for one model run one at a time, in arrival order. */
@@ -37,65 +33,40 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
   const started = performance.now();
   const body = parseRequest(ChatCompletionRequest, await readJson(req, ctx.jsonLimits));
   const entry = ctx.registry.resolve(body.model, "chat");
-  const messages = body.messages.map(toMessage);
   const tools = planTools(body);
-  // Checked before the model is loaded: a bad schema is a 400 whatever the model.
-  const responseFormat = tools.forced ? null : responseGrammar(body.response_format, ctx.log);
-  const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal);
-  const format = detectToolFormat(engine.chatTemplate);
-  const grammar = tools.forced ? forcedCallGrammar(tools, body, format) : responseFormat;
-
-  let prompt;
-  try {
-    prompt = engine.prompt(messages, tools.offered);
-  } catch (e) {
-    if (e instanceof ChatPromptError) throw ApiError.badRequest(e.message, "messages", "invalid_value");
-    throw e;
-  }
-  const promptTokens = prompt.ids.length;
-  const maxTokens = completionBudget(body, promptTokens, engine.contextLength);
-  const options: ChatGenerateOptions = {
+  const job: ChatJob = {
+    messages: body.messages.map(toMessage),
+    tools,
+    responseFormat: responseFormatOf(body.response_format),
     n: body.n ?? 1,
-    maxTokens,
+    maxTokens: requestedTokens(body),
     minTokens: body.min_tokens ?? 0,
     ignoreEos: body.ignore_eos ?? false,
     stop: body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop,
     sampling: {
-      temperature: body.temperature ?? engine.defaults.temperature,
-      topP: body.top_p ?? engine.defaults.topP,
-      topK: body.top_k == null ? engine.defaults.topK : Math.max(0, body.top_k),
+      ...(body.temperature != null ? { temperature: body.temperature } : {}),
+      ...(body.top_p != null ? { topP: body.top_p } : {}),
+      ...(body.top_k != null ? { topK: body.top_k } : {}),
       presencePenalty: body.presence_penalty ?? 0,
       frequencyPenalty: body.frequency_penalty ?? 0,
-      logitBias: logitBias(body.logit_bias, engine.vocabSize),
+      logitBias: body.logit_bias ?? {},
     },
     seed: body.seed == null ? randomSeed() : BigInt(body.seed),
     logprobs: body.logprobs ? body.top_logprobs ?? 0 : null,
-    signal: ctx.signal,
   };
-  // Under response_format the reply is the JSON document: nothing in it is read as a call.
-  const parseCalls = tools.parse && (tools.forced !== null || grammar === null);
-  if (grammar || parseCalls) {
-    // Per choice: the constraint (when there is a grammar) and the parser that reads its state at the end.
-    const constraints: BudgetedConstraint[] = [];
-    if (grammar) {
-      const index = constraintIndex(engine, tools.forced ? "tool_choice" : "response_format");
-      options.logitsProcessor = (i) => constraints[i] = new BudgetedConstraint(grammar, index, maxTokens);
-    }
-    options.outputParser = (i) =>
-      new ChoiceOutput(parseCalls ? new ToolOutputParser(format) : null, {
-        maxCalls: tools.maxCalls,
-        truncated: () => constraints[i]?.truncated ?? false,
-      });
-  }
+  // Checked before the model is loaded: a bad schema is a 400 whatever the model.
+  checkJob(job, ctx.log);
+  const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal);
   const reply: Reply = {
     id: randomId("chatcmpl-", 29),
     created: Math.floor(Date.now() / 1000),
     model: entry.id,
     fingerprint: fingerprintOf(engine),
-    promptTokens,
+    promptTokens: 0,
+    cachedTokens: 0,
     legacyFunctions: tools.legacy,
   };
-  const run: Run = { ctx, entry, engine, started, reply, options, prompt };
+  const run: Run = { ctx, entry, engine, started, reply, job };
   if (body.stream) {
     return await sseResponse(streamChunks(run, body.stream_options?.include_usage === true), {
       done: true,
@@ -105,17 +76,18 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
   return Response.json(await complete(run));
 }
 
-/** The engine's vocabulary index; a model whose tokenizer has none can't be constrained (400 naming `param`). */
-function constraintIndex(engine: ChatEngine, param: string) {
-  try {
-    return vocabIndexOf(engine);
-  } catch (e) {
-    throw ApiError.badRequest(
-      `The model \`${engine.entry.id}\` does not support constrained decoding: ${(e as Error).message}`,
-      param,
-      "unsupported_value",
-    );
-  }
+/** response_format in native terms (text is no constraint). */
+function responseFormatOf(format: ResponseFormat | undefined): ChatResponseFormat | null {
+  if (!format || format.type === "text") return null;
+  if (format.type === "json_object") return { type: "json_object" };
+  const { name, schema, strict } = format.json_schema;
+  return { type: "json_schema", name, schema: schema ?? {}, strict: strict === true };
+}
+
+/** The smaller of max_tokens and max_completion_tokens; null when neither is set (the context decides). */
+function requestedTokens(body: { max_tokens?: number | null; max_completion_tokens?: number | null }) {
+  const asked = [body.max_tokens, body.max_completion_tokens].filter((v): v is number => v != null);
+  return asked.length ? Math.min(...asked) : null;
 }
 
 interface Reply {
@@ -123,10 +95,15 @@ interface Reply {
   created: number;
   model: string;
   fingerprint: string;
+  /** Learned from the pipeline's `prompt` event. */
   promptTokens: number;
+  cachedTokens: number;
   /** Answer tool calls as the deprecated `function_call` (the request used `functions`). */
   legacyFunctions: boolean;
 }
+
+/** The events of the choices (the prompt event is the reply's). */
+type ChoiceEvent = Exclude<ChatEvent, { type: "prompt" }>;
 
 interface Run {
   ctx: ApiContext;
@@ -134,54 +111,7 @@ interface Run {
   engine: ChatEngine;
   started: number;
   reply: Reply;
-  options: ChatGenerateOptions;
-  prompt: { ids: number[] };
-}
-
-/**
- * Tokens the completion may use: the smaller of max_tokens and max_completion_tokens, else whatever the
- * context window leaves. A prompt that leaves no room, or a request that asks for more than there is, is
- * refused before anything runs.
- */
-function completionBudget(
-  body: { max_tokens?: number | null; max_completion_tokens?: number | null },
-  promptTokens: number,
-  contextLength: number,
-): number {
-  const asked = [body.max_tokens, body.max_completion_tokens].filter((v): v is number => v != null);
-  const requested = asked.length ? Math.min(...asked) : undefined;
-  const room = contextLength - promptTokens;
-  if (requested === undefined ? room < 1 : requested > room) {
-    const total = promptTokens + (requested ?? 1);
-    throw ApiError.badRequest(
-      `This model's maximum context length is ${contextLength} tokens. However, you requested ${total} tokens ` +
-        `(${promptTokens} in the messages, ${
-          requested ?? 1
-        } in the completion). Please reduce the length of ` +
-        `the messages or completion.`,
-      "messages",
-      "context_length_exceeded",
-    );
-  }
-  return requested ?? room;
-}
-
-function logitBias(bias: Record<string, number> | null | undefined, vocabSize: number): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const [k, v] of Object.entries(bias ?? {})) {
-    const id = Number(k);
-    if (id >= vocabSize) {
-      throw ApiError.badRequest(
-        `Invalid key in 'logit_bias': token id ${k} is outside the model's vocabulary (ids 0 to ${
-          vocabSize - 1
-        }).`,
-        "logit_bias",
-        "invalid_value",
-      );
-    }
-    out.set(id, v);
-  }
-  return out;
+  job: ChatJob;
 }
 
 function text(content: ChatRequestContent | null | undefined): string | null {
@@ -241,12 +171,12 @@ function wireFinish(reason: ChatFinishReason, legacy: boolean): string {
   return legacy && reason === "tool_calls" ? "function_call" : reason;
 }
 
-function usage(promptTokens: number, completionTokens: number) {
+function usage(reply: Reply, completionTokens: number) {
   return {
-    prompt_tokens: promptTokens,
+    prompt_tokens: reply.promptTokens,
     completion_tokens: completionTokens,
-    total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    total_tokens: reply.promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: reply.cachedTokens, audio_tokens: 0 },
     completion_tokens_details: {
       reasoning_tokens: 0,
       audio_tokens: 0,
@@ -256,18 +186,27 @@ function usage(promptTokens: number, completionTokens: number) {
   };
 }
 
-/** Runs `events` holding the model's queue slot; notes the request's figures when done. */
-async function* admitted(run: Run): AsyncGenerator<ChatEvent> {
+/**
+ * Runs the job holding the model's queue slot; notes the request's figures as they come. The pipeline's
+ * `prompt` event is taken here (into the reply), so callers see the choices' events only, and the first
+ * event they pull is after the prompt was accepted: errors before it keep their real status.
+ */
+async function* admitted(run: Run): AsyncGenerator<ChoiceEvent> {
   const queue = run.ctx.registry.queue(run.entry, CONCURRENCY);
   const permit = await queue.acquire(run.ctx.signal);
   const admittedAt = performance.now();
   const { ctx } = run;
-  // Noted as generation goes, so a request cut short by its client is logged with what it did produce.
-  ctx.note({ model: run.entry.id, promptTokens: run.reply.promptTokens, completionTokens: 0 });
   let finished = 0;
   let first = true;
   try {
-    for await (const ev of run.engine.generate(run.prompt, run.options)) {
+    for await (const ev of run.engine.chat(run.job, ctx.signal)) {
+      if (ev.type === "prompt") {
+        run.reply.promptTokens = ev.promptTokens;
+        run.reply.cachedTokens = ev.cachedTokens;
+        // Noted as generation goes, so a request cut short by its client is logged with what it did produce.
+        ctx.note({ model: run.entry.id, promptTokens: ev.promptTokens, completionTokens: 0 });
+        continue;
+      }
       if (ev.type === "delta") {
         if (first) {
           first = false;
@@ -302,7 +241,7 @@ async function complete(run: Run) {
       choices[ev.choice] = {
         content: [],
         toolCalls: new Map(),
-        logprobs: run.options.logprobs !== null ? [] : null,
+        logprobs: run.job.logprobs !== null ? [] : null,
         finish: "stop",
       };
       continue;
@@ -351,7 +290,7 @@ async function complete(run: Run) {
         finish_reason: wireFinish(c.finish, legacy),
       };
     }),
-    usage: usage(reply.promptTokens, completionTokens),
+    usage: usage(reply, completionTokens),
     service_tier: "default",
   };
 }
@@ -420,7 +359,7 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
     }
   }
   if (includeUsage) {
-    yield { ...chunk({}), choices: [], usage: usage(reply.promptTokens, completionTokens) };
+    yield { ...chunk({}), choices: [], usage: usage(reply, completionTokens) };
   }
 }
 

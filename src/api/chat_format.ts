@@ -4,7 +4,7 @@
 // logged); with strict true they are a 400 naming the keyword and where it is. A schema the compiler cannot
 // take for any reason is the request's fault: always a 400, never a 500.
 import { compileJsonSchema, type Grammar, jsonObjectGrammar, SchemaError } from "../chat/constrain/mod.ts";
-import type { Logger } from "../engines/types.ts";
+import type { Logger } from "../log.ts";
 import { ApiError } from "../http/errors.ts";
 import type { ResponseFormat } from "../protocol/chat_tools.ts";
 

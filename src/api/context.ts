@@ -2,7 +2,7 @@
 // and cancellation signal, and `note` for fields that end up in the request's log line and metrics.
 import type { Config } from "../config.ts";
 import type { Registry } from "../engines/registry.ts";
-import type { Logger } from "../engines/types.ts";
+import type { Logger } from "../log.ts";
 import type { BodyLimits } from "../http/body.ts";
 import type { Metrics } from "../metrics.ts";
 

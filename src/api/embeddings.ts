@@ -68,28 +68,44 @@ function tooLong(param: string, model: string, max: number, length: string): Api
 }
 
 /**
- * Tokenizes one text, refusing a far too long one cheaply: tokenizing megabytes blocks the event loop for
+ * Tokenizes texts (in the model's worker), refusing a far too long one cheaply: tokenizing megabytes takes
  * seconds, so a text much longer (in characters) than the model's limit is first measured by a prefix cut at
  * whitespace, whose tokens are a subset of the whole text's; if that prefix is already too long, so is the text.
  */
-function tokenizeText(text: string, engine: EmbeddingEngine, model: string, param: string): number[] {
+async function tokenizeTexts(
+  texts: string[],
+  engine: EmbeddingEngine,
+  model: string,
+  param: (i: number) => string,
+  signal?: AbortSignal,
+): Promise<number[][]> {
   const gate = engine.maxTokens * CHARS_PER_TOKEN_GATE;
-  if (text.length > gate) {
+  const gated: { i: number; prefix: string }[] = [];
+  texts.forEach((text, i) => {
+    if (text.length <= gate) return;
     const cut = text.slice(0, gate).search(/\s\S*$/);
-    if (cut > 0) {
-      const prefix = engine.tokenize(text.slice(0, cut)).length;
-      if (prefix > engine.maxTokens) throw tooLong(param, model, engine.maxTokens, `more than ${prefix}`);
-    }
+    if (cut > 0) gated.push({ i, prefix: text.slice(0, cut) });
+  });
+  if (gated.length) {
+    const lengths = (await engine.tokenize(gated.map((g) => g.prefix), signal)).map((ids) => ids.length);
+    gated.forEach((g, k) => {
+      if (lengths[k] > engine.maxTokens) {
+        throw tooLong(param(g.i), model, engine.maxTokens, `more than ${lengths[k]}`);
+      }
+    });
   }
-  return engine.tokenize(text);
+  return await engine.tokenize(texts, signal);
 }
 
 /** The token ids of every input as the model sees them; throws the 400 that names the first bad item. */
-export function tokenizeInputs(input: EmbeddingInputs, engine: EmbeddingEngine, model: string): number[][] {
+export async function tokenizeInputs(
+  input: EmbeddingInputs,
+  engine: EmbeddingEngine,
+  model: string,
+  signal?: AbortSignal,
+): Promise<number[][]> {
   const param = (i: number) => (input.single ? "input" : `input[${i}]`);
-  const ids = input.kind === "text"
-    ? input.texts.map((t, i) => tokenizeText(t, engine, model, param(i)))
-    : input.ids;
+  const ids = input.kind === "text" ? await tokenizeTexts(input.texts, engine, model, param, signal) : input.ids;
   ids.forEach((row, i) => {
     if (row.length === 0) {
       throw ApiError.badRequest(`Invalid '${param(i)}': it has no tokens for model \`${model}\`.`, param(i));
@@ -137,7 +153,7 @@ export async function handleEmbeddings(req: Request, ctx: ApiContext): Promise<R
       "invalid_value",
     );
   }
-  const ids = tokenizeInputs(request.input, engine, request.model);
+  const ids = await tokenizeInputs(request.input, engine, request.model, ctx.signal);
   const promptTokens = ids.reduce((n, row) => n + row.length, 0);
   ctx.note({ model: entry.id, promptTokens });
   const vectors = await batcherFor(ctx, entry, engine).submit(ids, ctx.signal);

@@ -22,7 +22,7 @@ import {
   type TokenMask,
   VocabIndex,
 } from "./constrain/mod.ts";
-import type { ChatEngine, ChatLogitsProcessor } from "../engines/types.ts";
+import type { ChatBackend, ChatLogitsProcessor } from "../engines/types.ts";
 
 /**
  * Steps whose slack (tokens left beyond the completion and EOS) is above this are not checked: no single
@@ -33,7 +33,7 @@ const HORIZON = 256;
 const UTF8_DUE = 3;
 
 /** The vocabulary index of an engine's tokenizer, built on first use and kept while the tokenizer lives. */
-export function vocabIndexOf(engine: Pick<ChatEngine, "tokenizerJson" | "eosIds">): VocabIndex {
+export function vocabIndexOf(engine: Pick<ChatBackend, "tokenizerJson" | "eosIds">): VocabIndex {
   const json = engine.tokenizerJson;
   if (json === null || typeof json !== "object") {
     throw new Error("the model's tokenizer has no tokenizer.json: constrained decoding is not available");

@@ -3,7 +3,7 @@
 // one model call at a time, and their results split back in order. Bounded: beyond `maxWaiting` waiting
 // requests the caller gets 429 with Retry-After. A request whose caller goes away before its items run is
 // dropped. Generic over item and result types; knows nothing about models.
-import { ApiError } from "../http/errors.ts";
+import { QueueFull } from "../errors.ts";
 
 export interface BatchInfo {
   /** Items in this model call. */
@@ -115,7 +115,7 @@ export class DynamicBatcher<I, O> {
     const busy = this.#running || this.#pending.length > 0;
     if (busy && this.#pending.length >= this.options.maxWaiting) {
       this.#stats.rejected++;
-      return Promise.reject(ApiError.overloaded(this.retryAfterSeconds(), `Model \`${this.options.name}\``));
+      return Promise.reject(new QueueFull(this.retryAfterSeconds(), `Model \`${this.options.name}\``));
     }
     const { promise, resolve, reject } = Promise.withResolvers<O[]>();
     const costs = items.map((it) => Math.max(1, this.options.cost(it)));

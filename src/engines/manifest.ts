@@ -2,12 +2,14 @@
 // model can point outside the models folder. Produces ModelEntry values; loads nothing.
 import { z } from "zod";
 import { isAbsolute, join, relative, resolve } from "node:path";
-import type { DevicePref, ModelEntry, Task } from "./types.ts";
+import type { DevicePref, EngineKind, ModelEntry, Task } from "./types.ts";
 
 const REPO_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 const ModelSpec = z.object({
   task: z.enum(["chat", "embedding", "transcription"]),
+  /** Which backend runs it; by default the one that reads the model's files (see `defaultEngine`). */
+  engine: z.enum(["transformers", "whisper.cpp"]).optional(),
   repo: z.string().regex(REPO_ID, "must look like owner/name").refine((s) => !s.includes(".."), "no ..")
     .optional(),
   path: z.string().min(1).optional(),
@@ -56,6 +58,14 @@ export function insideDir(root: string, p: string): string {
   return full;
 }
 
+/**
+ * The backend for a model whose manifest entry names none: whisper.cpp reads the ggml files of speech models,
+ * transformers.js (onnxruntime) the ONNX folders of chat and embedding models.
+ */
+export function defaultEngine(task: Task): EngineKind {
+  return task === "transcription" ? "whisper.cpp" : "transformers";
+}
+
 export function parseManifest(json: unknown, modelsDir: string, device: DevicePref): Manifest {
   const parsed = ManifestSchema.safeParse(json);
   if (!parsed.success) {
@@ -66,9 +76,14 @@ export function parseManifest(json: unknown, modelsDir: string, device: DevicePr
   const entries = new Map<string, ModelEntry>();
   for (const [id, spec] of Object.entries(m.models)) {
     const path = spec.path ? insideDir(modelsDir, spec.path) : hubPath(modelsDir, spec.repo!);
+    const engine = spec.engine ?? defaultEngine(spec.task);
+    if (spec.task === "transcription" ? engine !== "whisper.cpp" : engine !== "transformers") {
+      throw new ManifestError(`manifest: models.${id}.engine: ${engine} does not serve ${spec.task} models`);
+    }
     entries.set(id, {
       id,
       task: spec.task,
+      engine,
       repo: spec.repo,
       path,
       dtype: spec.dtype,

@@ -1,7 +1,7 @@
 // Owns admission control: a bounded FIFO semaphore per model. `running` slots execute at once; up to
 // `maxWaiting` more wait in arrival order; beyond that the caller gets 429 with Retry-After. A waiter whose
 // client goes away leaves the queue without taking a slot.
-import { ApiError } from "../http/errors.ts";
+import { QueueFull } from "../errors.ts";
 
 export interface Permit {
   release(): void;
@@ -45,7 +45,7 @@ export class BoundedQueue {
       return Promise.resolve(this.#permit());
     }
     if (this.#waiters.length >= this.maxWaiting) {
-      return Promise.reject(ApiError.overloaded(this.retryAfterSeconds(), `Model \`${this.name}\``));
+      return Promise.reject(new QueueFull(this.retryAfterSeconds(), `Model \`${this.name}\``));
     }
     return new Promise<Permit>((resolve, reject) => {
       const onAbort = () => {

@@ -1,17 +1,16 @@
 // Owns the models the server knows: resolving public ids and aliases to manifest entries, loading engines
-// lazily (one load at a time per model, shared by concurrent requests), their state for /v1/models and
-// readiness, and one admission queue per model. Load failures become 503s for that model only.
-import { ApiError } from "../http/errors.ts";
+// lazily (one load at a time per model, shared by concurrent requests) with the loader of the entry's engine
+// kind, their state for /v1/models and readiness, and one admission queue per model. Load failures become
+// ModelUnavailable (503) for that model only; an engine whose compute side died is dropped and loads again.
+import { InvalidRequest, ModelFilesMissing, ModelNotFound, ModelUnavailable } from "../errors.ts";
 import type { Manifest } from "./manifest.ts";
 import { BoundedQueue } from "./queue.ts";
-import type { AnyEngine, EngineLoader, LoadContext, ModelEntry, Task } from "./types.ts";
+import type { AnyEngine, EngineKind, EngineLoader, LoadContext, ModelEntry, Task } from "./types.ts";
 
 export type ModelState = "available" | "loading" | "ready" | "failed";
 
-/** Thrown by loaders when the model's files are not there; its message says what is missing and how to get it. */
-export class ModelFilesMissing extends Error {
-  override name = "ModelFilesMissing";
-}
+/** The loaders built into a server: per engine kind, per task it serves. */
+export type Loaders = Partial<Record<EngineKind, Partial<Record<Task, EngineLoader>>>>;
 
 interface Slot {
   state: ModelState;
@@ -61,7 +60,7 @@ export class Registry {
 
   constructor(
     readonly manifest: Manifest,
-    readonly loaders: Partial<Record<Task, EngineLoader>>,
+    readonly loaders: Loaders,
     readonly ctx: LoadContext,
     readonly options: RegistryOptions,
   ) {
@@ -103,9 +102,9 @@ export class Registry {
    */
   resolve(model: string, task: Task): ModelEntry {
     const entry = this.find(model);
-    if (!entry) throw ApiError.modelNotFound(model);
+    if (!entry) throw new ModelNotFound(model);
     if (entry.task !== task) {
-      throw ApiError.badRequest(
+      throw new InvalidRequest(
         `The model \`${model}\` is a ${entry.task} model and cannot be used for ${task}.`,
         "model",
         "model_not_supported",
@@ -118,6 +117,7 @@ export class Registry {
   async engine<T extends AnyEngine>(entry: ModelEntry, signal?: AbortSignal): Promise<T> {
     const slot = this.#slots.get(entry.id)!;
     slot.lastUsed = Date.now();
+    this.#dropIfFailed(entry.id, slot);
     if (slot.state === "ready") return slot.engine as T;
     if (slot.state === "failed" && Date.now() - (slot.failedAt ?? 0) < RETRY_FAILED_MS) {
       throw this.#unavailable(entry, slot);
@@ -127,13 +127,7 @@ export class Registry {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         reject(
-          new ApiError({
-            status: 503,
-            type: "service_unavailable",
-            code: "model_loading",
-            message: `The model \`${entry.id}\` is still loading. Retry shortly.`,
-            headers: { "retry-after": "5" },
-          }),
+          new ModelUnavailable(`The model \`${entry.id}\` is still loading. Retry shortly.`, "model_loading", 5),
         );
       }, this.options.loadWaitMs);
     });
@@ -145,7 +139,7 @@ export class Registry {
     try {
       return (await Promise.race([loading, timeout, aborted])) as T;
     } catch (e) {
-      if (e instanceof ApiError || signal?.aborted) throw e;
+      if (e instanceof ModelUnavailable || signal?.aborted) throw e;
       throw this.#unavailable(entry, slot);
     } finally {
       clearTimeout(timer);
@@ -157,14 +151,17 @@ export class Registry {
   /** Starts (or joins) the load of one model. Rejects with the loader's error. */
   load(entry: ModelEntry): Promise<AnyEngine> {
     const slot = this.#slots.get(entry.id)!;
+    this.#dropIfFailed(entry.id, slot);
     if (slot.state === "ready") return Promise.resolve(slot.engine!);
     if (slot.loading) return slot.loading;
-    const loader = this.loaders[entry.task];
+    const loader = this.loaders[entry.engine]?.[entry.task];
     slot.state = "loading";
     slot.error = undefined;
     const started = performance.now();
     slot.loading = (async () => {
-      if (!loader) throw new Error(`no engine for task ${entry.task} is built into this server`);
+      if (!loader) {
+        throw new Error(`no ${entry.engine} engine for ${entry.task} models is built into this server`);
+      }
       slot.sizeBytes = await sizeOnDisk(entry.path);
       await this.#makeRoom(entry.id, slot.sizeBytes);
       return await loader(entry, this.ctx);
@@ -283,10 +280,22 @@ export class Registry {
     }
   }
 
-  #unavailable(entry: ModelEntry, slot: Slot): ApiError {
-    return ApiError.unavailable(
+  #unavailable(entry: ModelEntry, slot: Slot): ModelUnavailable {
+    return new ModelUnavailable(
       `The model \`${entry.id}\` is unavailable: ${slot.error ?? "it failed to load"}`,
       "model_unavailable",
     );
+  }
+
+  /**
+   * A ready engine whose compute side died (a crashed worker) is dropped, so the next use loads it again;
+   * the requests it held have already failed with EngineFailed.
+   */
+  #dropIfFailed(id: string, slot: Slot): void {
+    if (slot.state !== "ready" || !slot.engine?.failed?.()) return;
+    const engine = slot.engine;
+    Object.assign(slot, { state: "available", engine: undefined });
+    this.ctx.log.warn("model dropped after its compute side failed; it loads again now", { model: id });
+    engine.dispose().catch(() => {});
   }
 }

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { ApiError } from "../http/errors.ts";
 import { memoryLogger } from "../log.ts";
 import { parseManifest } from "./manifest.ts";
-import { ModelFilesMissing, Registry } from "./registry.ts";
+import { ModelFilesMissing } from "../errors.ts";
+import { Registry } from "./registry.ts";
 import type { AnyEngine, EngineLoader, ModelEntry } from "./types.ts";
 
 const manifest = parseManifest(

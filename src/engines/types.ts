@@ -2,7 +2,11 @@
 // JSON or wire schemas; the API modules translate wire requests into them and results back out.
 // Each engine's owner may extend its own section; keep wire names (snake_case) out of here.
 
+import type { Logger } from "../log.ts";
+
 export type Task = "chat" | "embedding" | "transcription";
+/** The backend that runs a model; loaders are keyed by it (and the task). */
+export type EngineKind = "transformers" | "whisper.cpp";
 export type DevicePref = "auto" | "webgpu" | "cpu";
 
 /** One model of the manifest, already validated. `path` is resolved inside the models folder. */
@@ -10,6 +14,7 @@ export interface ModelEntry {
   /** Public id, as shown by /v1/models. */
   id: string;
   task: Task;
+  engine: EngineKind;
   /** Hugging Face repo id (e.g. "onnx-community/Qwen2.5-0.5B-Instruct") when the model comes from the hub. */
   repo?: string;
   /** Absolute local folder or file of the model (always inside the models folder). */
@@ -22,14 +27,6 @@ export interface ModelEntry {
   /** Unix seconds the entry is reported as created. */
   created: number;
   ownedBy: string;
-}
-
-export interface Logger {
-  /** Dropped unless the log level is debug. */
-  debug(msg: string, fields?: Record<string, unknown>): void;
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
 }
 
 /** What every loader receives besides its entry. */
@@ -47,6 +44,8 @@ export interface Engine {
   readonly backend: string;
   /** True while work is in flight outside the model's queue (e.g. a batcher); the registry never unloads a busy engine. */
   busy?(): boolean;
+  /** True once the engine can serve no more (its worker died); the registry then loads the model again. */
+  failed?(): boolean;
   dispose(): Promise<void>;
 }
 
@@ -74,12 +73,70 @@ export interface ChatTool {
   strict?: boolean;
 }
 
-/** A conversation rendered through the model's chat template (generation prompt added) and tokenized. */
-export interface ChatPrompt {
-  ids: number[];
+/** A tool whose call may be forced; `param` names where the request declared its parameters (for 400s). */
+export interface ChatToolDecl {
+  tool: ChatTool;
+  param: string;
 }
 
-/** How the next token is picked; see chat_sampler.ts. */
+/** What a request's tool fields mean for one generation (see api/chat_tools.ts for the wire side). */
+export interface ChatToolPlan {
+  /** Every tool the request declared, whatever the choice (strict ones must compile all the same). */
+  declared: ChatToolDecl[];
+  /** Tools rendered into the prompt (undefined: none). */
+  offered: ChatTool[] | undefined;
+  /** Read tool calls out of the output. */
+  parse: boolean;
+  /** Calls kept from the output (0: tool_choice none, markup dropped). */
+  maxCalls: number;
+  /** Tools a forced call may name (tool_choice required or a named function), else null. */
+  forced: { tools: ChatToolDecl[]; parallel: boolean } | null;
+  /** Where the tools were declared ("tools" or "functions"), for errors that name no single tool. */
+  param: string;
+}
+
+/** The shape the reply must take (response_format): any JSON object, or a document of a JSON Schema. */
+export type ChatResponseFormat =
+  | { type: "json_object" }
+  | { type: "json_schema"; name: string; schema: Record<string, unknown>; strict: boolean };
+
+/** How the next token is picked; unset fields take the model's generation_config defaults. */
+export interface ChatSamplingRequest {
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  /** Token id -> value added to its logit. */
+  logitBias: Record<string, number>;
+}
+
+/**
+ * One chat generation in native terms: plain data (it crosses the worker boundary by structured clone).
+ * The pipeline (src/chat/pipeline.ts) turns it into a prompt, a budget, constraints and parsers.
+ */
+export interface ChatJob {
+  messages: ChatMessage[];
+  tools: ChatToolPlan;
+  responseFormat: ChatResponseFormat | null;
+  /** Choices, generated one after another from one prefill. */
+  n: number;
+  /** Most tokens per choice; null: whatever the context window leaves. */
+  maxTokens: number | null;
+  /** End-of-sequence tokens are suppressed until a choice has this many tokens. */
+  minTokens: number;
+  /** Never stop at end-of-sequence tokens (benchmarks: exactly maxTokens). */
+  ignoreEos: boolean;
+  /** Stop sequences (never part of the output). */
+  stop: string[];
+  sampling: ChatSamplingRequest;
+  /** Choice i draws from the PRNG stream (seed, i). */
+  seed: bigint;
+  /** null: no logprobs; otherwise how many alternatives per token (0..20). */
+  logprobs: number | null;
+}
+
+/** How the next token is picked once the defaults are applied; see src/chat/sampler.ts. */
 export interface ChatSampling {
   /** 0 = greedy. */
   temperature: number;
@@ -97,7 +154,7 @@ export interface ChatSampling {
  * Plug-in point for constrained decoding (one instance per choice): sees each row of logits after bias and
  * penalties, before sampling, and may mask tokens (set them to -Infinity); then learns the token chosen.
  * process() returns "end" when it left only end-of-sequence tokens (the constrained output is complete): the
- * engine then ends the choice even under min_tokens or ignore_eos, which would otherwise mask every token.
+ * pipeline then ends the choice even under min_tokens or ignore_eos, which would otherwise mask every token.
  */
 export interface ChatLogitsProcessor {
   process(logits: Float32Array): "end" | void;
@@ -141,52 +198,68 @@ export interface ChatTokenLogprob extends ChatTokenAlternative {
   top: ChatTokenAlternative[];
 }
 
-export interface ChatGenerateOptions {
-  /** Choices, generated one after another from one prefill. */
-  n: number;
-  /** Most tokens per choice (already capped by the context window). */
-  maxTokens: number;
-  /** End-of-sequence tokens are suppressed until a choice has this many tokens. */
-  minTokens: number;
-  /** Never stop at end-of-sequence tokens (benchmarks: exactly maxTokens). */
-  ignoreEos: boolean;
-  /** Stop sequences (never part of the output). */
-  stop: string[];
-  sampling: ChatSampling;
-  /** Choice i draws from the PRNG stream (seed, i). */
-  seed: bigint;
-  /** null: no logprobs; otherwise how many alternatives per token (0..20). */
-  logprobs: number | null;
-  /** Stops generation within a token. */
-  signal?: AbortSignal;
-  logitsProcessor?: (choice: number) => ChatLogitsProcessor;
-  outputParser?: (choice: number) => ChatOutputParser;
-}
-
 export type ChatEvent =
+  /** First, once the prompt is rendered and accepted: its size and how much of it came from a cache. */
+  | { type: "prompt"; promptTokens: number; cachedTokens: number }
   /** Prefill is done for this choice; deltas follow. */
   | { type: "start"; choice: number }
   /** `tokens`: tokens generated so far in this choice (so an aborted request still knows its count). */
   | { type: "delta"; choice: number; delta: ChatDelta; logprobs: ChatTokenLogprob[] | null; tokens: number }
   | { type: "finish"; choice: number; reason: ChatFinishReason; completionTokens: number };
 
+/** A loaded chat model as the API sees it: wherever its compute runs (a worker, or this thread). */
 export interface ChatEngine extends Engine {
   /** Context window in tokens. */
+  readonly contextLength: number;
+  /**
+   * Runs one job: the `prompt` event first (errors before it are the request's: InvalidRequest and such),
+   * then each choice's events. `signal` stops it within a token.
+   */
+  chat(job: ChatJob, signal?: AbortSignal): AsyncIterable<ChatEvent>;
+}
+
+/** A sequence of one backend: its own KV state, continued by prefill and step. */
+export type SequenceId = number;
+
+/**
+ * What the chat pipeline needs of a model, whatever runs it (transformers.js, llama.cpp): rendering and
+ * tokenizing, token texts, and logits for sequences it holds. Logits returned belong to the caller until the
+ * next call on that sequence (the pipeline may mask them in place).
+ */
+export interface ChatBackend {
+  readonly entry: ModelEntry;
+  readonly backend: string;
   readonly contextLength: number;
   /** Token ids are below this (the width of the logits). */
   readonly vocabSize: number;
   /** End-of-sequence token ids (generation_config, config and tokenizer together). */
   readonly eosIds: ReadonlySet<number>;
-  /** The tokenizer's tokenizer.json, for per-tokenizer indexes (constrained decoding); also its identity key. */
+  /** The tokenizer's tokenizer.json (constrained decoding builds its vocabulary index from it). */
   readonly tokenizerJson: unknown;
   /** The chat template's text (e.g. to detect the model's tool-call format). */
   readonly chatTemplate: string | null;
   /** Sampling defaults from the model's generation_config (used where a request sets none). */
   readonly defaults: { temperature: number; topP: number; topK: number };
-  /** Renders and tokenizes a conversation; throws ChatPromptError when the template refuses it. */
-  prompt(messages: ChatMessage[], tools?: ChatTool[]): ChatPrompt;
-  /** Generates all choices of one request, as events in order. */
-  generate(prompt: ChatPrompt, options: ChatGenerateOptions): AsyncIterable<ChatEvent>;
+  /** Renders a conversation through the chat template and tokenizes it; throws ChatPromptError (src/errors.ts) when refused. */
+  render(messages: ChatMessage[], tools?: ChatTool[]): number[];
+  /** Text of ids (special tokens skipped), as the tokenizer decodes them. */
+  decode(ids: number[]): string;
+  /** A token's own text and bytes (partial UTF-8 shows as bytes), for logprobs. */
+  tokenText(id: number): { text: string; bytes: number[] };
+  /** A new, empty sequence. */
+  open(): SequenceId;
+  /** A copy of a sequence's state (n choices from one prefill). */
+  fork(seq: SequenceId): SequenceId;
+  /** Frees a sequence's state. */
+  close(seq: SequenceId): void;
+  /**
+   * Feeds ids after what the sequence holds (reusing a cached prefix where the backend can) and returns the
+   * last position's logits and how many of `ids` came from a cache.
+   */
+  prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }>;
+  /** Feeds one token and returns the next logits. */
+  step(seq: SequenceId, token: number): Promise<Float32Array>;
+  dispose(): Promise<void>;
 }
 
 // ---------------------------------------------------------------- embeddings
@@ -202,8 +275,8 @@ export interface EmbeddingEngine extends Engine {
   readonly vocabSize: number;
   /** Whether vectors come out L2-normalized (the model's own pipeline says so). */
   readonly normalized: boolean;
-  /** The token ids the model sees for a text, special tokens included. */
-  tokenize(text: string): number[];
+  /** The token ids the model sees for each text, special tokens included. */
+  tokenize(texts: string[], signal?: AbortSignal): Promise<number[][]>;
   /**
    * Embeds already tokenized inputs (each as the model sees it) in one model call: one pooled vector per input,
    * in order. Inputs must be non-empty, at most maxTokens long, with ids below vocabSize.

@@ -1,5 +1,14 @@
-// Owns the one error type the server throws (ApiError) and the one mapper that turns anything thrown
-// into OpenAI's error envelope. Nothing else in the server builds error bodies.
+// Owns the one error type the HTTP layer throws (ApiError) and the one mapper that turns anything thrown
+// (ApiError, the typed errors of the layers below from src/errors.ts, anything else) into OpenAI's error
+// envelope. Nothing else in the server builds error bodies or picks statuses for engine errors.
+import {
+  EngineFailed,
+  InvalidRequest,
+  ModelFilesMissing,
+  ModelNotFound,
+  ModelUnavailable,
+  QueueFull,
+} from "../errors.ts";
 
 /** OpenAI's error `type` values that clients branch on. */
 export type ErrorType =
@@ -93,6 +102,29 @@ export function errorBody(err: ApiError): ErrorBody {
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof InvalidRequest) return ApiError.badRequest(err.message, err.param, err.code);
+  if (err instanceof ModelNotFound) return ApiError.modelNotFound(err.model);
+  if (err instanceof QueueFull) return ApiError.overloaded(err.retryAfterSeconds, err.what);
+  if (err instanceof ModelUnavailable || err instanceof ModelFilesMissing) {
+    const code = err instanceof ModelUnavailable ? err.code : "model_unavailable";
+    const retry = err instanceof ModelUnavailable ? err.retryAfterSeconds : undefined;
+    return new ApiError({
+      status: 503,
+      type: "service_unavailable",
+      message: err.message,
+      code,
+      ...(retry !== undefined ? { headers: { "retry-after": String(retry) } } : {}),
+    });
+  }
+  if (err instanceof EngineFailed) {
+    return new ApiError({
+      status: 503,
+      type: "service_unavailable",
+      message: `${err.message} The model is loaded again on the next request; retry it.`,
+      code: "engine_failed",
+      headers: { "retry-after": "1" },
+    });
+  }
   if (err instanceof DOMException && err.name === "TimeoutError") {
     // The server's own per-request wall-clock limit (--request-timeout-ms) ran out.
     return new ApiError({

@@ -3,7 +3,7 @@
 // the client goes away. Errors before the first event surface as real HTTP statuses because the first event
 // is pulled before the response exists.
 import { errorBody, toApiError } from "./errors.ts";
-import type { Logger } from "../engines/types.ts";
+import type { Logger } from "../log.ts";
 
 const encoder = new TextEncoder();
 

@@ -6,8 +6,9 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import cliProgress from "cli-progress";
-import { ModelFilesMissing } from "../registry.ts";
-import type { LoadContext, Logger, ModelEntry } from "../types.ts";
+import { ModelFilesMissing } from "../../errors.ts";
+import type { LoadContext, ModelEntry } from "../types.ts";
+import type { Logger } from "../../log.ts";
 import { DTYPE_SUFFIX, knownDtype } from "./dtypes.ts";
 
 export { knownDtype };

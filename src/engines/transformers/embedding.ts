@@ -1,8 +1,8 @@
-// Owns the transformers.js embedding engine: loading a feature-extraction model (tokenizer + ONNX graph) from
-// a manifest entry on the process-wide runtime, and running one padded batch of token ids through it with the
+// Owns the transformers.js embedding backend: loading a feature-extraction model (tokenizer + ONNX graph) from
+// a manifest entry on the runtime of this thread (a model's worker, src/workers/), and running one padded batch of token ids through it with the
 // model's own pooling and normalization. Batching across requests is the API layer's business (batcher.ts).
-import type { EmbeddingEngine, LoadContext, ModelEntry } from "../types.ts";
-import { ModelFilesMissing } from "../registry.ts";
+import type { Engine, LoadContext, ModelEntry } from "../types.ts";
+import { ModelFilesMissing } from "../../errors.ts";
 import { type TransformersModule, transformersRuntime } from "./runtime.ts";
 import {
   fetchPoolingFiles,
@@ -29,7 +29,7 @@ export interface EmbeddingParts {
   backend: string;
 }
 
-export class TransformersEmbedding implements EmbeddingEngine {
+export class TransformersEmbedding implements Engine {
   readonly backend: string;
   readonly maxTokens: number;
   readonly vocabSize: number;
@@ -113,7 +113,7 @@ export class TransformersEmbedding implements EmbeddingEngine {
   }
 }
 
-/** The loader registered for the "embedding" task. */
+/** Loads the transformers.js embedding backend of an entry on this thread. */
 export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promise<TransformersEmbedding> {
   const source = resolveSource(entry, ctx.allowRemote);
   const rt = await transformersRuntime(entry.device, ctx.log);

@@ -3,7 +3,7 @@
 // says how to get them), the sentence-transformers pooling definition and the maximum input length.
 import { join, sep } from "node:path";
 import type { ModelEntry } from "../types.ts";
-import { ModelFilesMissing } from "../registry.ts";
+import { ModelFilesMissing } from "../../errors.ts";
 import { DTYPE_SUFFIX } from "./dtypes.ts";
 import { DEFAULT_POOLING, poolingFromModules, type PoolingSpec, type StModule } from "./embedding_pooling.ts";
 

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { memoryLogger } from "../../log.ts";
-import { ModelFilesMissing } from "../registry.ts";
+import { ModelFilesMissing } from "../../errors.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadEmbedding } from "./embedding.ts";
 import { localDir, maxTokensOf, readPooling, resolveSource } from "./embedding_files.ts";

@@ -7,7 +7,8 @@
 //     "webgpu" gets onnxruntime-node's own WebGPU provider, which works where it finds a real GPU.
 // `auto` takes WebGPU only when Deno finds a hardware adapter: a software adapter (llvmpipe) works but is far
 // slower than the CPU backend, so it is used only when asked for explicitly.
-import type { DevicePref, Logger } from "../types.ts";
+import type { DevicePref } from "../types.ts";
+import type { Logger } from "../../log.ts";
 
 export type TransformersModule = typeof import("@huggingface/transformers");
 

@@ -2,7 +2,7 @@
 // `deno run -A native/build.ts --if-missing` and `deno run -A tools/ensure_models.ts` first.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { ModelFilesMissing } from "../registry.ts";
+import { ModelFilesMissing } from "../../errors.ts";
 import type { LoadContext, ModelEntry, PartialSegment, TranscriptionEngine } from "../types.ts";
 import { findLibrary, WhisperLibraryMissing } from "./ffi.ts";
 import { whisperLoader } from "./mod.ts";

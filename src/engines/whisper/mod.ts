@@ -2,7 +2,7 @@
 // library (a clear error naming the build command when it is missing, which the registry turns into a 503 for
 // this model only), loads the model once and wraps it in a WhisperEngine.
 import { join } from "node:path";
-import { ModelFilesMissing } from "../registry.ts";
+import { ModelFilesMissing } from "../../errors.ts";
 import type { EngineLoader, LoadContext, ModelEntry } from "../types.ts";
 import { cstr, openWhisper } from "./ffi.ts";
 import { WhisperEngine } from "./engine.ts";

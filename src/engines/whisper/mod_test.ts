@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { startFakeHub } from "../../../tests/fake_hub.ts";
 import { hubPath } from "../manifest.ts";
-import { ModelFilesMissing } from "../registry.ts";
+import { ModelFilesMissing } from "../../errors.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { whisperLoader } from "./mod.ts";
 

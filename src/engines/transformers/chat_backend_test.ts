@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { memoryLogger } from "../../log.ts";
-import { ModelFilesMissing } from "../registry.ts";
+import { ModelFilesMissing } from "../../errors.ts";
 import type { ChatEvent, ChatGenerateOptions, LoadContext, ModelEntry } from "../types.ts";
 import { loadChat, type TransformersChat } from "./chat_engine.ts";
 import { downloadProgress, requiredChatFiles } from "./chat_files.ts";

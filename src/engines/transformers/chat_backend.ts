@@ -1,22 +1,15 @@
-// Owns the chat engine on transformers.js: loading a causal LM (AutoTokenizer + AutoModelForCausalLM) on the
-// process-wide runtime, rendering conversations through the model's own chat template, and its own
-// generation loop: one prefill per request, then token-by-token decoding over the KV cache, with sampling,
-// penalties, logprobs, stop sequences, UTF-8-safe streaming text and cancellation between tokens. Choices
-// (n > 1) run one after another from the same prefill. Plug-in points for constrained decoding and output
-// parsing (tool calls) are the options' logitsProcessor and outputParser.
-import { ModelFilesMissing } from "../registry.ts";
+// Owns the chat backend on transformers.js: loading a causal LM (AutoTokenizer + AutoModelForCausalLM) on the
+// runtime of this thread, rendering conversations through the model's own chat template, and sequences over
+// the ONNX graph's KV cache: prefill, one step per token, forks that share the prefilled cache. The decode
+// loop itself (sampling, constraints, text) is the chat pipeline's (src/chat/pipeline.ts).
+import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
 import type {
-  ChatDelta,
-  ChatEngine,
-  ChatEvent,
-  ChatFinishReason,
-  ChatGenerateOptions,
+  ChatBackend,
   ChatMessage,
-  ChatPrompt,
-  ChatTokenLogprob,
   ChatTool,
   LoadContext,
   ModelEntry,
+  SequenceId,
 } from "../types.ts";
 import {
   downloadProgress,
@@ -25,8 +18,7 @@ import {
   requiredChatFiles,
   resolveChatSource,
 } from "./chat_files.ts";
-import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "../../chat/sampler.ts";
-import { IncrementalDecoder, StopFilter, TokenTexts } from "../../chat/text.ts";
+import { TokenTexts } from "../../chat/text.ts";
 import { type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
 
 type Tokenizer = Awaited<ReturnType<TransformersModule["AutoTokenizer"]["from_pretrained"]>>;
@@ -40,11 +32,6 @@ interface OrtTensor {
   data: ArrayLike<number>;
   getData(release?: boolean): Promise<ArrayLike<number>>;
   dispose(): void;
-}
-
-/** The chat template refused the conversation (e.g. a role the model doesn't support). */
-export class ChatPromptError extends Error {
-  override name = "ChatPromptError";
 }
 
 /** Output-name prefix -> input-name prefix of the cache, as transformers.js maps them (hybrid models too). */
@@ -62,6 +49,18 @@ const ONE_BASED_POSITIONS = new Set(["paligemma", "gemma3_text", "gemma3"]);
 
 type Cache = Record<string, Tensor>;
 
+/** A KV cache shared by forked sequences; its GPU tensors are freed when the last one lets go. */
+interface CacheRef {
+  tensors: Cache;
+  refs: number;
+}
+
+interface Sequence {
+  cache: CacheRef | null;
+  /** Tokens the cache holds. */
+  length: number;
+}
+
 interface Parts {
   tf: TransformersModule;
   rt: TransformersRuntime;
@@ -70,7 +69,7 @@ interface Parts {
   dtype: string;
 }
 
-export class TransformersChat implements ChatEngine {
+export class TransformersChat implements ChatBackend {
   readonly backend: string;
   readonly contextLength: number;
   readonly defaults: { temperature: number; topP: number; topK: number };
@@ -146,7 +145,7 @@ export class TransformersChat implements ChatEngine {
     this.backend = `${rt.backend} ${dtype}`;
   }
 
-  prompt(messages: ChatMessage[], tools?: ChatTool[]): ChatPrompt {
+  render(messages: ChatMessage[], tools?: ChatTool[]): number[] {
     const conversation = messages.map(templateMessage);
     let ids: unknown;
     try {
@@ -162,7 +161,7 @@ export class TransformersChat implements ChatEngine {
         `The model's chat template cannot render these messages: ${(e as Error).message}`,
       );
     }
-    return { ids: Array.from(ids as ArrayLike<number>, Number) };
+    return Array.from(ids as ArrayLike<number>, Number);
   }
 
   /** Text of ids as the model's tokenizer decodes them (special tokens skipped). */
@@ -170,166 +169,91 @@ export class TransformersChat implements ChatEngine {
     return this.#decode(ids);
   }
 
-  /** Generations in flight (the registry never unloads a busy engine). */
-  #running = 0;
+  tokenText(id: number): { text: string; bytes: number[] } {
+    return this.tokenTexts.get(id);
+  }
 
+  readonly #seqs = new Map<SequenceId, Sequence>();
+  #nextSeq = 1;
+
+  open(): SequenceId {
+    const id = this.#nextSeq++;
+    this.#seqs.set(id, { cache: null, length: 0 });
+    return id;
+  }
+
+  fork(seq: SequenceId): SequenceId {
+    const s = this.#seq(seq);
+    const id = this.#nextSeq++;
+    if (s.cache) s.cache.refs++;
+    this.#seqs.set(id, { cache: s.cache, length: s.length });
+    return id;
+  }
+
+  close(seq: SequenceId): void {
+    const s = this.#seqs.get(seq);
+    if (!s) return;
+    this.#seqs.delete(seq);
+    release(s.cache);
+  }
+
+  /** Sequences open (the registry never unloads a busy engine). */
   busy(): boolean {
-    return this.#running > 0;
+    return this.#seqs.size > 0;
   }
 
-  async *generate(prompt: ChatPrompt, o: ChatGenerateOptions): AsyncGenerator<ChatEvent> {
-    this.#running++;
-    try {
-      yield* this.#generate(prompt, o);
-    } finally {
-      this.#running--;
-    }
+  #seq(seq: SequenceId): Sequence {
+    const s = this.#seqs.get(seq);
+    if (!s) throw new Error(`no sequence ${seq}`);
+    return s;
   }
 
-  async *#generate(prompt: ChatPrompt, o: ChatGenerateOptions): AsyncGenerator<ChatEvent> {
+  async prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }> {
     const { tf } = this.#p;
-    const signal = o.signal;
-    const promptLength = prompt.ids.length;
-    if (promptLength === 0) throw new Error("empty prompt");
-    if (promptLength > this.contextLength) {
-      throw new Error(
-        `prompt of ${promptLength} tokens is longer than the context window (${this.contextLength})`,
-      );
+    const s = this.#seq(seq);
+    const n = ids.length;
+    if (n === 0) throw new Error("nothing to prefill");
+    if (s.length + n > this.contextLength) {
+      throw new Error(`${s.length + n} tokens exceed the context window (${this.contextLength})`);
     }
-    const maxTokens = Math.max(0, Math.min(o.maxTokens, this.contextLength - promptLength));
-    checkAbort(signal);
-
-    const positions = new BigInt64Array(promptLength);
-    for (let i = 0; i < promptLength; i++) positions[i] = BigInt(i + this.#positionBase);
-    const prefill = await this.#forward(
-      {
-        input_ids: new tf.Tensor("int64", BigInt64Array.from(prompt.ids, BigInt), [1, promptLength]),
-        attention_mask: this.#mask(promptLength),
-        position_ids: new tf.Tensor("int64", positions, [1, promptLength]),
-      },
-      null,
-    );
-    // Kept pristine for every choice; each choice works on its own copy.
-    const firstRow = prefill.row.slice();
-    const vocab = firstRow.length;
-    const work = new Float32Array(vocab);
-    const raw = o.logprobs !== null ? new Float32Array(vocab) : null;
-    const sampler = new Sampler(vocab);
-    const counts = new TokenCounts(vocab);
-    // Reused for every decode step: one token id and its position.
-    const stepId = new BigInt64Array(1);
-    const stepPos = new BigInt64Array(1);
-    const stepIdTensor = new tf.Tensor("int64", stepId, [1, 1]);
-    const stepPosTensor = new tf.Tensor("int64", stepPos, [1, 1]);
-
-    try {
-      for (let choice = 0; choice < o.n; choice++) {
-        const rng = new Rng(o.seed, choice);
-        counts.reset();
-        const processor = o.logitsProcessor?.(choice);
-        const parser = o.outputParser?.(choice);
-        const detok = new IncrementalDecoder(this.#decode, prompt.ids);
-        const stop = new StopFilter(o.stop);
-        /** Logprob entries not yet attached to emitted text, with the text offset where each token began. */
-        const pendingLp: { start: number; lp: ChatTokenLogprob }[] = [];
-        let produced = 0;
-        let emitted = 0;
-        let generated = 0;
-        let cache = prefill.cache;
-        let row: Float32Array = work;
-        row.set(firstRow);
-        yield { type: "start", choice };
-        try {
-          let finish: ChatFinishReason | null = maxTokens === 0 ? "length" : null;
-          while (finish === null) {
-            checkAbort(signal);
-            if (raw) raw.set(row);
-            applyBiasAndPenalties(row, o.sampling, counts);
-            // "end": the constraint allows only end-of-sequence; it wins over min_tokens and ignore_eos.
-            const mustEnd = processor?.process(row) === "end";
-            if (!mustEnd && (o.ignoreEos || generated < o.minTokens)) {
-              for (const id of this.eosIds) row[id] = -Infinity;
-            }
-            const token = sampler.sample(row, o.sampling, rng);
-            generated++;
-            counts.add(token);
-            processor?.accept(token);
-            const isEos = this.eosIds.has(token) && (mustEnd || !o.ignoreEos);
-            if (raw && !isEos) {
-              pendingLp.push({ start: produced, lp: this.#logprob(raw, token, o.logprobs!) });
-            }
-            let text = isEos ? "" : detok.push(token);
-            const atLimit = generated >= maxTokens;
-            if (isEos || atLimit) text += detok.flush();
-            produced += text.length;
-            let visible = stop.push(text);
-            if (stop.stopped) finish = "stop";
-            else if (isEos || atLimit) {
-              visible += stop.end();
-              finish = isEos ? "stop" : "length";
-            }
-            emitted += visible.length;
-            if (visible || (finish && pendingLp.length)) {
-              const lps = raw
-                ? takeLogprobs(pendingLp, finish ? (stop.stopped ? emitted : Infinity) : emitted)
-                : null;
-              const deltas: ChatDelta[] = parser
-                ? parser.push(visible)
-                : visible
-                ? [{ content: visible }]
-                : [];
-              if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
-              for (let i = 0; i < deltas.length; i++) {
-                yield {
-                  type: "delta",
-                  choice,
-                  delta: deltas[i],
-                  logprobs: i === 0 ? lps : null,
-                  tokens: generated,
-                };
-              }
-            }
-            if (finish !== null) break;
-            // Feed the token back: one position further, attention over everything so far.
-            const length = promptLength + generated;
-            stepId[0] = BigInt(token);
-            stepPos[0] = BigInt(length - 1 + this.#positionBase);
-            const next = await this.#forward(
-              { input_ids: stepIdTensor, attention_mask: this.#mask(length), position_ids: stepPosTensor },
-              cache,
-            );
-            if (cache !== prefill.cache) disposeCache(cache);
-            cache = next.cache;
-            row = next.row;
-          }
-          if (parser) {
-            for (const delta of parser.end()) {
-              yield { type: "delta", choice, delta, logprobs: null, tokens: generated };
-            }
-            if (parser.finishReason) finish = parser.finishReason;
-          }
-          yield { type: "finish", choice, reason: finish!, completionTokens: generated };
-        } finally {
-          if (cache !== prefill.cache) disposeCache(cache);
-        }
-      }
-    } finally {
-      disposeCache(prefill.cache);
-    }
+    const positions = new BigInt64Array(n);
+    for (let i = 0; i < n; i++) positions[i] = BigInt(s.length + i + this.#positionBase);
+    const logits = await this.#advance(s, {
+      input_ids: new tf.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, n]),
+      attention_mask: this.#mask(s.length + n),
+      position_ids: new tf.Tensor("int64", positions, [1, n]),
+    }, n);
+    return { logits, cachedTokens: 0 };
   }
 
-  #logprob(raw: Float32Array, token: number, top: number): ChatTokenLogprob {
-    const r = logprobsOf(raw, token, top);
-    const t = this.tokenTexts.get(token);
-    return {
-      token: t.text,
-      bytes: t.bytes,
-      logprob: r.logprob,
-      top: r.top.map(({ id, logprob }) => {
-        const a = this.tokenTexts.get(id);
-        return { token: a.text, bytes: a.bytes, logprob };
-      }),
+  // Reused for every decode step: one token id and its position.
+  readonly #stepId = new BigInt64Array(1);
+  readonly #stepPos = new BigInt64Array(1);
+  #stepTensors?: { id: Tensor; pos: Tensor };
+
+  step(seq: SequenceId, token: number): Promise<Float32Array> {
+    const { tf } = this.#p;
+    const s = this.#seq(seq);
+    this.#stepTensors ??= {
+      id: new tf.Tensor("int64", this.#stepId, [1, 1]),
+      pos: new tf.Tensor("int64", this.#stepPos, [1, 1]),
     };
+    this.#stepId[0] = BigInt(token);
+    this.#stepPos[0] = BigInt(s.length + this.#positionBase);
+    return this.#advance(s, {
+      input_ids: this.#stepTensors.id,
+      attention_mask: this.#mask(s.length + 1),
+      position_ids: this.#stepTensors.pos,
+    }, 1);
+  }
+
+  /** One model run on a sequence: its cache moves on by `added` tokens; returns the last logits. */
+  async #advance(s: Sequence, feeds: Record<string, Tensor>, added: number): Promise<Float32Array> {
+    const { row, cache } = await this.#forward(feeds, s.cache?.tensors ?? null);
+    release(s.cache);
+    s.cache = { tensors: cache, refs: 1 };
+    s.length += added;
+    return row;
   }
 
   #mask(length: number): Tensor {
@@ -364,19 +288,14 @@ export class TransformersChat implements ChatEngine {
   }
 
   async dispose(): Promise<void> {
+    for (const seq of [...this.#seqs.keys()]) this.close(seq);
     await this.#p.model.dispose();
   }
 }
 
-function checkAbort(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw signal.reason ?? new DOMException("The generation was aborted.", "AbortError");
-}
-
-/** Logprob entries of tokens whose text starts before `upTo` (text emitted so far). */
-function takeLogprobs(pending: { start: number; lp: ChatTokenLogprob }[], upTo: number): ChatTokenLogprob[] {
-  let n = 0;
-  while (n < pending.length && pending[n].start < upTo) n++;
-  return pending.splice(0, n).map((p) => p.lp);
+/** Lets go of a shared cache; the last holder frees its GPU tensors. */
+function release(ref: CacheRef | null): void {
+  if (ref && --ref.refs === 0) disposeCache(ref.tensors);
 }
 
 function sessionOf(model: Model): { inputNames: string[]; outputNames: string[] } {
@@ -487,8 +406,8 @@ function modelDevice(rt: TransformersRuntime, entry: ModelEntry, threads: number
   return { device: rt.device, session_options: rt.sessionOptions(entry.device, threads, true, spin) };
 }
 
-/** The loader registered for the "chat" task. */
-export async function loadChat(entry: ModelEntry, ctx: LoadContext): Promise<TransformersChat> {
+/** Loads the transformers.js chat backend of an entry on this thread. */
+export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Promise<TransformersChat> {
   const dtype = entry.dtype ?? "fp32";
   if (!knownDtype(dtype)) throw new Error(`unknown dtype "${dtype}" in the manifest`);
   const modelFileName = typeof entry.options.model_file_name === "string"

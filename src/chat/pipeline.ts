@@ -1,0 +1,279 @@
+// Owns one chat generation from start to end, for any backend: the prompt (the model's chat template through
+// the backend), the budget and context checks, the constraint and output parser a job's tools and
+// response_format call for, then per choice the decode loop: logit bias, penalties, constraint mask,
+// sampling, logprobs, stop sequences, UTF-8-safe incremental text and tool-call parsing, with seeds and
+// cancellation between tokens. Choices (n > 1) fork the prefilled sequence. Backends only give logits for
+// sequences (ChatBackend); every chat-like endpoint and the benchmarks run generations through here.
+import { ChatPromptError, InvalidRequest } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type {
+  ChatBackend,
+  ChatDelta,
+  ChatEvent,
+  ChatFinishReason,
+  ChatJob,
+  ChatLogitsProcessor,
+  ChatOutputParser,
+  ChatSampling,
+  ChatTokenLogprob,
+  SequenceId,
+} from "../engines/types.ts";
+import { BudgetedConstraint, vocabIndexOf } from "./constraint.ts";
+import { checkTools, forcedCallGrammar, responseGrammar } from "./grammar.ts";
+import { ChoiceOutput } from "./output.ts";
+import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "./sampler.ts";
+import { IncrementalDecoder, StopFilter } from "./text.ts";
+import { detectToolFormat, ToolOutputParser } from "./tools/mod.ts";
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  log?: Logger;
+}
+
+/**
+ * What a job asks that can be checked without the model (schemas of response_format and strict tools), so a
+ * bad schema is a 400 before any model is loaded or queued for. The pipeline checks it again where it runs.
+ */
+export function checkJob(job: ChatJob, log?: Logger): void {
+  checkTools(job.tools.declared);
+  if (!job.tools.forced) responseGrammar(job.responseFormat, log);
+}
+
+/** The plug-ins of one job: per-choice constraint and output parser factories. */
+interface Plugins {
+  processor?: (choice: number) => ChatLogitsProcessor;
+  parser?: (choice: number) => ChatOutputParser;
+}
+
+/**
+ * The constraint (a forced call, else response_format) and the parser that reads calls out of the output.
+ * Under response_format the reply is the JSON document: nothing in it is read as a call.
+ */
+function plugins(backend: ChatBackend, job: ChatJob, maxTokens: number, log?: Logger): Plugins {
+  const { tools } = job;
+  const format = detectToolFormat(backend.chatTemplate);
+  const grammar = tools.forced ? forcedCallGrammar(tools, format) : responseGrammar(job.responseFormat, log);
+  const parseCalls = tools.parse && (tools.forced !== null || grammar === null);
+  if (!grammar && !parseCalls) return {};
+  const constraints: BudgetedConstraint[] = [];
+  const out: Plugins = {};
+  if (grammar) {
+    const param = tools.forced ? "tool_choice" : "response_format";
+    let index;
+    try {
+      index = vocabIndexOf(backend);
+    } catch (e) {
+      throw new InvalidRequest(
+        `The model \`${backend.entry.id}\` does not support constrained decoding: ${(e as Error).message}`,
+        param,
+        "unsupported_value",
+      );
+    }
+    out.processor = (i) => constraints[i] = new BudgetedConstraint(grammar, index, maxTokens);
+  }
+  out.parser = (i) =>
+    new ChoiceOutput(parseCalls ? new ToolOutputParser(format) : null, {
+      maxCalls: tools.maxCalls,
+      truncated: () => constraints[i]?.truncated ?? false,
+    });
+  return out;
+}
+
+/**
+ * Tokens the completion may use: what the job asks, else whatever the context window leaves. A prompt that
+ * leaves no room, or a job that asks for more than there is, is refused before anything runs.
+ */
+export function completionBudget(requested: number | null, promptTokens: number, contextLength: number): number {
+  const room = contextLength - promptTokens;
+  if (requested === null ? room < 1 : requested > room) {
+    const total = promptTokens + (requested ?? 1);
+    throw new InvalidRequest(
+      `This model's maximum context length is ${contextLength} tokens. However, you requested ${total} tokens ` +
+        `(${promptTokens} in the messages, ${requested ?? 1} in the completion). Please reduce the length of ` +
+        `the messages or completion.`,
+      "messages",
+      "context_length_exceeded",
+    );
+  }
+  return requested ?? room;
+}
+
+function logitBias(bias: Record<string, number>, vocabSize: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const [k, v] of Object.entries(bias)) {
+    const id = Number(k);
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+      throw new InvalidRequest(
+        `Invalid key in 'logit_bias': token id ${k} is outside the model's vocabulary (ids 0 to ${
+          vocabSize - 1
+        }).`,
+        "logit_bias",
+        "invalid_value",
+      );
+    }
+    out.set(id, v);
+  }
+  return out;
+}
+
+/** The job's sampling with the model's defaults filled in. */
+function samplingOf(backend: ChatBackend, job: ChatJob): ChatSampling {
+  const s = job.sampling;
+  return {
+    temperature: s.temperature ?? backend.defaults.temperature,
+    topP: s.topP ?? backend.defaults.topP,
+    topK: s.topK === undefined ? backend.defaults.topK : Math.max(0, s.topK),
+    presencePenalty: s.presencePenalty,
+    frequencyPenalty: s.frequencyPenalty,
+    logitBias: logitBias(s.logitBias, backend.vocabSize),
+  };
+}
+
+function checkAbort(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason ?? new DOMException("The generation was aborted.", "AbortError");
+}
+
+/** Runs one chat job on a backend: the `prompt` event, then every choice's events in order. */
+export async function* runChat(backend: ChatBackend, job: ChatJob, opts: RunOptions = {}): AsyncGenerator<ChatEvent> {
+  const { signal, log } = opts;
+  checkTools(job.tools.declared);
+  let ids: number[];
+  try {
+    ids = backend.render(job.messages, job.tools.offered);
+  } catch (e) {
+    if (e instanceof ChatPromptError) throw new InvalidRequest(e.message, "messages", "invalid_value");
+    throw e;
+  }
+  if (ids.length === 0) throw new InvalidRequest("The messages render to an empty prompt.", "messages");
+  const maxTokens = completionBudget(job.maxTokens, ids.length, backend.contextLength);
+  const sampling = samplingOf(backend, job);
+  const plug = plugins(backend, job, maxTokens, log);
+  checkAbort(signal);
+
+  const base = backend.open();
+  try {
+    const { logits, cachedTokens } = await backend.prefill(base, ids);
+    yield { type: "prompt", promptTokens: ids.length, cachedTokens };
+    // Kept pristine for every choice; each choice works on its own copy.
+    const first = job.n > 1 ? logits.slice() : logits;
+    const state = new DecodeState(backend, first.length, job.logprobs !== null);
+    for (let choice = 0; choice < job.n; choice++) {
+      const seq = choice === job.n - 1 ? base : backend.fork(base);
+      try {
+        yield* decodeChoice(backend, seq, ids, first, choice, job, sampling, maxTokens, plug, state, signal);
+      } finally {
+        if (seq !== base) backend.close(seq);
+      }
+    }
+  } finally {
+    backend.close(base);
+  }
+}
+
+/** Buffers reused by every choice of a job. */
+class DecodeState {
+  readonly work: Float32Array;
+  readonly raw: Float32Array | null;
+  readonly sampler: Sampler;
+  readonly counts: TokenCounts;
+  constructor(readonly backend: ChatBackend, vocab: number, logprobs: boolean) {
+    this.work = new Float32Array(vocab);
+    this.raw = logprobs ? new Float32Array(vocab) : null;
+    this.sampler = new Sampler(vocab);
+    this.counts = new TokenCounts(vocab);
+  }
+
+  logprob(raw: Float32Array, token: number, top: number): ChatTokenLogprob {
+    const r = logprobsOf(raw, token, top);
+    const t = this.backend.tokenText(token);
+    return {
+      token: t.text,
+      bytes: t.bytes,
+      logprob: r.logprob,
+      top: r.top.map(({ id, logprob }) => {
+        const a = this.backend.tokenText(id);
+        return { token: a.text, bytes: a.bytes, logprob };
+      }),
+    };
+  }
+}
+
+async function* decodeChoice(
+  backend: ChatBackend,
+  seq: SequenceId,
+  promptIds: number[],
+  first: Float32Array,
+  choice: number,
+  job: ChatJob,
+  sampling: ChatSampling,
+  maxTokens: number,
+  plug: Plugins,
+  st: DecodeState,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<ChatEvent> {
+  const { raw, sampler, counts } = st;
+  const rng = new Rng(job.seed, choice);
+  counts.reset();
+  const processor = plug.processor?.(choice);
+  const parser = plug.parser?.(choice);
+  const detok = new IncrementalDecoder((x) => x.length ? backend.decode(x) : "", promptIds);
+  const stop = new StopFilter(job.stop);
+  /** Logprob entries not yet attached to emitted text, with the text offset where each token began. */
+  const pendingLp: { start: number; lp: ChatTokenLogprob }[] = [];
+  let produced = 0;
+  let emitted = 0;
+  let generated = 0;
+  let row: Float32Array = st.work;
+  row.set(first);
+  yield { type: "start", choice };
+  let finish: ChatFinishReason | null = maxTokens === 0 ? "length" : null;
+  while (finish === null) {
+    checkAbort(signal);
+    if (raw) raw.set(row);
+    applyBiasAndPenalties(row, sampling, counts);
+    // "end": the constraint allows only end-of-sequence; it wins over min_tokens and ignore_eos.
+    const mustEnd = processor?.process(row) === "end";
+    if (!mustEnd && (job.ignoreEos || generated < job.minTokens)) {
+      for (const id of backend.eosIds) row[id] = -Infinity;
+    }
+    const token = sampler.sample(row, sampling, rng);
+    generated++;
+    counts.add(token);
+    processor?.accept(token);
+    const isEos = backend.eosIds.has(token) && (mustEnd || !job.ignoreEos);
+    if (raw && !isEos) pendingLp.push({ start: produced, lp: st.logprob(raw, token, job.logprobs!) });
+    let text = isEos ? "" : detok.push(token);
+    const atLimit = generated >= maxTokens;
+    if (isEos || atLimit) text += detok.flush();
+    produced += text.length;
+    let visible = stop.push(text);
+    if (stop.stopped) finish = "stop";
+    else if (isEos || atLimit) {
+      visible += stop.end();
+      finish = isEos ? "stop" : "length";
+    }
+    emitted += visible.length;
+    if (visible || (finish && pendingLp.length)) {
+      const lps = raw ? takeLogprobs(pendingLp, finish ? (stop.stopped ? emitted : Infinity) : emitted) : null;
+      const deltas: ChatDelta[] = parser ? parser.push(visible) : visible ? [{ content: visible }] : [];
+      if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
+      for (let i = 0; i < deltas.length; i++) {
+        yield { type: "delta", choice, delta: deltas[i], logprobs: i === 0 ? lps : null, tokens: generated };
+      }
+    }
+    if (finish !== null) break;
+    row = await backend.step(seq, token);
+  }
+  if (parser) {
+    for (const delta of parser.end()) yield { type: "delta", choice, delta, logprobs: null, tokens: generated };
+    if (parser.finishReason) finish = parser.finishReason;
+  }
+  yield { type: "finish", choice, reason: finish!, completionTokens: generated };
+}
+
+/** Logprob entries of tokens whose text starts before `upTo` (text emitted so far). */
+function takeLogprobs(pending: { start: number; lp: ChatTokenLogprob }[], upTo: number): ChatTokenLogprob[] {
+  let n = 0;
+  while (n < pending.length && pending[n].start < upTo) n++;
+  return pending.splice(0, n).map((p) => p.lp);
+}

@@ -1,0 +1,104 @@
+// Owns the worker side of a loaded model: the entry point of the Worker that host.ts starts, one per model.
+// It loads the backend on this thread, runs chat jobs through the pipeline (src/chat/pipeline.ts) and
+// embedding batches, and posts every event as soon as it exists. Cancels stop a job within a token. Errors
+// go back serialized; log lines go back to the server's logger.
+import "./worker_env.ts";
+import { serializeError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { runChat } from "../chat/pipeline.ts";
+import type { ChatBackend } from "../engines/types.ts";
+import { loadChatBackend } from "../engines/transformers/chat_backend.ts";
+import { loadEmbedding, type TransformersEmbedding } from "../engines/transformers/embedding.ts";
+import type { ChatInfo, EmbeddingInfo, GuestMessage, HostMessage, LoadRequest } from "./protocol.ts";
+
+const scope = globalThis as unknown as {
+  postMessage(m: GuestMessage, transfer?: Transferable[]): void;
+  onmessage: ((e: MessageEvent<HostMessage>) => void) | null;
+};
+const post = (m: GuestMessage, transfer?: Transferable[]) => scope.postMessage(m, transfer);
+
+function workerLog(debug: boolean): Logger {
+  const send = (level: "debug" | "info" | "warn" | "error") => (msg: string, fields?: Record<string, unknown>) =>
+    post({ t: "log", level, msg, ...(fields ? { fields } : {}) });
+  return { debug: debug ? send("debug") : () => {}, info: send("info"), warn: send("warn"), error: send("error") };
+}
+
+let chat: ChatBackend | null = null;
+let embedding: TransformersEmbedding | null = null;
+let log: Logger = workerLog(false);
+const jobs = new Map<number, AbortController>();
+
+async function load(req: LoadRequest): Promise<void> {
+  log = workerLog(req.debug);
+  const ctx = { modelsDir: req.modelsDir, threads: req.threads, allowRemote: req.allowRemote, log };
+  try {
+    if (req.task === "chat") {
+      chat = await loadChatBackend(req.entry, ctx);
+      const info: ChatInfo = { backend: chat.backend, contextLength: chat.contextLength };
+      post({ t: "loaded", info });
+    } else {
+      embedding = await loadEmbedding(req.entry, ctx);
+      const e = embedding;
+      const info: EmbeddingInfo = {
+        backend: e.backend,
+        dimensions: e.dimensions,
+        maxTokens: e.maxTokens,
+        vocabSize: e.vocabSize,
+        normalized: e.normalized,
+      };
+      post({ t: "loaded", info });
+    }
+  } catch (e) {
+    post({ t: "error", id: null, error: serializeError(e) });
+  }
+}
+
+async function runJob(id: number, run: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  const ac = new AbortController();
+  jobs.set(id, ac);
+  try {
+    await run(ac.signal);
+    post({ t: "end", id });
+  } catch (e) {
+    post({ t: "error", id, error: serializeError(e) });
+  } finally {
+    jobs.delete(id);
+  }
+}
+
+scope.onmessage = (e: MessageEvent<HostMessage>) => {
+  const m = e.data;
+  switch (m.t) {
+    case "load":
+      void load(m);
+      break;
+    case "chat":
+      void runJob(m.id, async (signal) => {
+        for await (const ev of runChat(chat!, m.job, { signal, log })) post({ t: "event", id: m.id, ev });
+      });
+      break;
+    case "cancel":
+      jobs.get(m.id)?.abort(new DOMException("The generation was cancelled.", "AbortError"));
+      break;
+    case "tokenize":
+      void runJob(m.id, () => {
+        post({ t: "result", id: m.id, value: m.texts.map((t) => embedding!.tokenize(t)) });
+        return Promise.resolve();
+      });
+      break;
+    case "embed":
+      void runJob(m.id, async () => {
+        const vectors = await embedding!.embedBatch(m.inputs);
+        post({ t: "result", id: m.id, value: vectors }, [...new Set(vectors.map((v) => v.buffer as ArrayBuffer))]);
+      });
+      break;
+    case "dispose":
+      void (async () => {
+        for (const ac of jobs.values()) ac.abort(new DOMException("The model is unloading.", "AbortError"));
+        await chat?.dispose().catch(() => {});
+        await embedding?.dispose().catch(() => {});
+        post({ t: "disposed" });
+      })();
+      break;
+  }
+};

@@ -1,0 +1,338 @@
+// Owns the HTTP thread's side of models that compute in a Worker (one per loaded model): starting it and
+// loading the model there, and engines (ChatEngine, EmbeddingEngine) whose calls are messages to it. A chat
+// job's events arrive as the worker posts them and are handed on at once; a consumer that stops (client
+// gone) or an aborted signal cancels the job there. If the worker dies (an uncaught error, a crash, kill()),
+// every request it held fails with EngineFailed and the engine reports failed(), so the registry loads the
+// model again on its next use; the server itself keeps serving.
+import { EngineFailed, reviveError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type {
+  ChatEngine,
+  ChatEvent,
+  ChatJob,
+  EmbeddingEngine,
+  LoadContext,
+  ModelEntry,
+} from "../engines/types.ts";
+import type { ChatInfo, EmbeddingInfo, GuestMessage, HostMessage, WorkerTask } from "./protocol.ts";
+
+const GUEST_URL = new URL("./guest.ts", import.meta.url).href;
+/** How long dispose() waits for the worker to free its model before terminating it. */
+const DISPOSE_WAIT_MS = 5_000;
+
+interface Pending {
+  /** A chat job's events, or a call's result. */
+  onEvent?: (ev: ChatEvent) => void;
+  onResult?: (value: unknown) => void;
+  onEnd: (err?: Error) => void;
+}
+
+/** One worker and the requests in flight on it. */
+class WorkerLink {
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+  #dead: Error | null = null;
+  #onLoaded?: { resolve: (info: unknown) => void; reject: (e: Error) => void };
+  #onDisposed?: () => void;
+
+  constructor(readonly entry: ModelEntry, readonly log: Logger) {
+    this.#worker = new Worker(GUEST_URL, { type: "module", name: `model ${entry.id}` });
+    this.#worker.onmessage = (e: MessageEvent<GuestMessage>) => this.#receive(e.data);
+    this.#worker.onerror = (e: ErrorEvent) => {
+      // Unhandled, a worker's error would end the whole process.
+      e.preventDefault();
+      this.fail(new EngineFailed(`The model \`${entry.id}\` failed while computing: ${e.message}.`));
+    };
+    this.#worker.onmessageerror = () => {
+      this.fail(new EngineFailed(`The model \`${entry.id}\` sent a message that could not be read.`));
+    };
+  }
+
+  get dead(): boolean {
+    return this.#dead !== null;
+  }
+
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  load(task: WorkerTask, ctx: LoadContext, debug: boolean): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#onLoaded = { resolve, reject };
+      this.#send({
+        t: "load",
+        task,
+        entry: this.entry,
+        modelsDir: ctx.modelsDir,
+        threads: ctx.threads,
+        allowRemote: ctx.allowRemote,
+        debug,
+      });
+    });
+  }
+
+  /** Starts a request; its id is what `cancel` takes. */
+  start(message: (id: number) => HostMessage, handlers: Pending): number {
+    if (this.#dead) throw this.#dead;
+    const id = this.#nextId++;
+    this.#pending.set(id, handlers);
+    this.#send(message(id));
+    return id;
+  }
+
+  cancel(id: number): void {
+    if (this.#pending.has(id) && !this.#dead) this.#send({ t: "cancel", id });
+  }
+
+  /** A request's result (tokenize, embed). */
+  call<T>(message: (id: number) => HostMessage, signal?: AbortSignal): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let value: unknown;
+      const onAbort = () => this.cancel(id);
+      const id = this.start(message, {
+        onResult: (v) => value = v,
+        onEnd: (err) => {
+          signal?.removeEventListener("abort", onAbort);
+          if (err) reject(err);
+          else resolve(value as T);
+        },
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  #send(m: HostMessage): void {
+    this.#worker.postMessage(m);
+  }
+
+  #receive(m: GuestMessage): void {
+    switch (m.t) {
+      case "loaded":
+        this.#onLoaded?.resolve(m.info);
+        this.#onLoaded = undefined;
+        break;
+      case "event":
+        this.#pending.get(m.id)?.onEvent?.(m.ev);
+        break;
+      case "result":
+        this.#pending.get(m.id)?.onResult?.(m.value);
+        break;
+      case "end":
+      case "error": {
+        const err = m.t === "error" ? reviveError(m.error) : undefined;
+        if (m.t === "error" && m.id === null) {
+          this.#onLoaded?.reject(err!);
+          this.#onLoaded = undefined;
+          break;
+        }
+        const p = this.#pending.get(m.id!);
+        this.#pending.delete(m.id!);
+        p?.onEnd(err);
+        break;
+      }
+      case "log":
+        this.log[m.level](m.msg, { model: this.entry.id, ...m.fields });
+        break;
+      case "disposed":
+        this.#onDisposed?.();
+        break;
+    }
+  }
+
+  /** The worker is gone: every request it held fails with `err`; later calls fail at once. */
+  fail(err: Error): void {
+    if (this.#dead) return;
+    this.#dead = err;
+    this.log.error("model worker failed", { model: this.entry.id, error: err.message });
+    this.#worker.terminate();
+    this.#onLoaded?.reject(err);
+    this.#onLoaded = undefined;
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const p of pending) p.onEnd(err);
+    this.#onDisposed?.();
+  }
+
+  /** Ends the worker now, as a crash would (a stuck model, or a test of the failure path). */
+  kill(reason = "it was stopped"): void {
+    this.fail(new EngineFailed(`The model \`${this.entry.id}\` stopped computing: ${reason}.`));
+  }
+
+  /** Lets the worker free its model, then ends it (terminated if it does not answer in time). */
+  async dispose(): Promise<void> {
+    if (this.#dead) return;
+    const done = new Promise<void>((resolve) => this.#onDisposed = resolve);
+    this.#send({ t: "dispose" });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([done, new Promise((r) => timer = setTimeout(r, DISPOSE_WAIT_MS))]);
+    clearTimeout(timer);
+    this.#dead ??= new EngineFailed(`The model \`${this.entry.id}\` was unloaded.`);
+    this.#worker.terminate();
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const p of pending) p.onEnd(this.#dead);
+  }
+}
+
+/**
+ * A queue of one job's events between the worker's messages and the consumer's pulls. The worker never waits
+ * for the consumer (it computes at full speed); a job's events are bounded by its token budget.
+ */
+class EventChannel {
+  readonly #events: ChatEvent[] = [];
+  #end: { err?: Error } | null = null;
+  #wake: (() => void) | null = null;
+
+  push(ev: ChatEvent): void {
+    this.#events.push(ev);
+    this.#wake?.();
+  }
+
+  close(err?: Error): void {
+    this.#end = { err };
+    this.#wake?.();
+  }
+
+  async *drain(): AsyncGenerator<ChatEvent> {
+    let i = 0;
+    while (true) {
+      if (i < this.#events.length) {
+        const ev = this.#events[i];
+        // Drop what was handed on, so a long job's events don't pile up.
+        if (++i > 256) {
+          this.#events.splice(0, i);
+          i = 0;
+        }
+        yield ev;
+        continue;
+      }
+      if (this.#end) {
+        if (this.#end.err) throw this.#end.err;
+        return;
+      }
+      await new Promise<void>((r) => this.#wake = r);
+      this.#wake = null;
+    }
+  }
+}
+
+/** A chat model computing in its own worker. */
+export class WorkerChatEngine implements ChatEngine {
+  readonly backend: string;
+  readonly contextLength: number;
+
+  constructor(readonly entry: ModelEntry, readonly link: WorkerLink, info: ChatInfo) {
+    this.backend = info.backend;
+    this.contextLength = info.contextLength;
+  }
+
+  async *chat(job: ChatJob, signal?: AbortSignal): AsyncGenerator<ChatEvent> {
+    if (signal?.aborted) throw signal.reason;
+    const channel = new EventChannel();
+    let ended = false;
+    const id = this.link.start((id) => ({ t: "chat", id, job }), {
+      onEvent: (ev) => channel.push(ev),
+      onEnd: (err) => {
+        ended = true;
+        channel.close(err);
+      },
+    });
+    const onAbort = () => this.link.cancel(id);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      yield* channel.drain();
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      // The consumer stopped early (its client went away): the worker stops within a token.
+      if (!ended) this.link.cancel(id);
+    }
+  }
+
+  busy(): boolean {
+    return this.link.inFlight > 0;
+  }
+
+  failed(): boolean {
+    return this.link.dead;
+  }
+
+  kill(reason?: string): void {
+    this.link.kill(reason);
+  }
+
+  dispose(): Promise<void> {
+    return this.link.dispose();
+  }
+}
+
+/** An embedding model computing in its own worker (tokenizing too). */
+export class WorkerEmbeddingEngine implements EmbeddingEngine {
+  readonly backend: string;
+  readonly dimensions: number;
+  readonly maxTokens: number;
+  readonly vocabSize: number;
+  readonly normalized: boolean;
+
+  constructor(readonly entry: ModelEntry, readonly link: WorkerLink, info: EmbeddingInfo) {
+    this.backend = info.backend;
+    this.dimensions = info.dimensions;
+    this.maxTokens = info.maxTokens;
+    this.vocabSize = info.vocabSize;
+    this.normalized = info.normalized;
+  }
+
+  tokenize(texts: string[], signal?: AbortSignal): Promise<number[][]> {
+    return this.link.call((id) => ({ t: "tokenize", id, texts }), signal);
+  }
+
+  embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
+    return this.link.call((id) => ({ t: "embed", id, inputs: inputs as number[][] }));
+  }
+
+  busy(): boolean {
+    return this.link.inFlight > 0;
+  }
+
+  failed(): boolean {
+    return this.link.dead;
+  }
+
+  kill(reason?: string): void {
+    this.link.kill(reason);
+  }
+
+  dispose(): Promise<void> {
+    return this.link.dispose();
+  }
+}
+
+/** Starts a worker and loads the entry's model in it; a failed load ends the worker. */
+async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext, debug: boolean) {
+  const link = new WorkerLink(entry, ctx.log);
+  try {
+    return { link, info: await link.load(task, ctx, debug) };
+  } catch (e) {
+    await link.dispose().catch(() => {});
+    throw e;
+  }
+}
+
+export interface WorkerLoaderOptions {
+  /** Forward the worker's debug lines. */
+  debug?: boolean;
+}
+
+export function workerChatLoader(opts: WorkerLoaderOptions = {}) {
+  return async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerChatEngine> => {
+    const { link, info } = await startWorker("chat", entry, ctx, opts.debug ?? false);
+    return new WorkerChatEngine(entry, link, info as ChatInfo);
+  };
+}
+
+export function workerEmbeddingLoader(opts: WorkerLoaderOptions = {}) {
+  return async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerEmbeddingEngine> => {
+    const { link, info } = await startWorker("embedding", entry, ctx, opts.debug ?? false);
+    return new WorkerEmbeddingEngine(entry, link, info as EmbeddingInfo);
+  };
+}

@@ -1,0 +1,50 @@
+// Owns the messages between the HTTP thread (host.ts) and a model's worker (guest.ts). Everything here is
+// plain data for structured clone: jobs and events are the native types of engines/types.ts, errors travel
+// as SerializedError and come back as the same classes (src/errors.ts).
+import type { SerializedError } from "../errors.ts";
+import type { ChatEvent, ChatJob, ModelEntry } from "../engines/types.ts";
+
+/** What a worker is loaded to serve. */
+export type WorkerTask = "chat" | "embedding";
+
+export interface LoadRequest {
+  t: "load";
+  task: WorkerTask;
+  entry: ModelEntry;
+  modelsDir: string;
+  threads: number;
+  allowRemote: boolean;
+  debug: boolean;
+}
+
+export type HostMessage =
+  | LoadRequest
+  | { t: "chat"; id: number; job: ChatJob }
+  | { t: "cancel"; id: number }
+  | { t: "tokenize"; id: number; texts: string[] }
+  | { t: "embed"; id: number; inputs: number[][] }
+  | { t: "dispose" };
+
+/** What the host learns of a loaded chat model. */
+export interface ChatInfo {
+  backend: string;
+  contextLength: number;
+}
+
+/** What the host learns of a loaded embedding model. */
+export interface EmbeddingInfo {
+  backend: string;
+  dimensions: number;
+  maxTokens: number;
+  vocabSize: number;
+  normalized: boolean;
+}
+
+export type GuestMessage =
+  | { t: "loaded"; info: ChatInfo | EmbeddingInfo }
+  | { t: "event"; id: number; ev: ChatEvent }
+  | { t: "result"; id: number; value: unknown }
+  | { t: "end"; id: number }
+  | { t: "error"; id: number | null; error: SerializedError }
+  | { t: "log"; level: "debug" | "info" | "warn" | "error"; msg: string; fields?: Record<string, unknown> }
+  | { t: "disposed" };
