@@ -1,13 +1,21 @@
 // Tests what the tool fields mean for a generation: tools offered to the template, parsing and call limits
-// per tool_choice (and the deprecated functions), forced-call grammars in the model's format, and the 400s
-// for parameters that can't be compiled, naming the tool.
+// per tool_choice (and the deprecated functions), forced-call grammars in the model's format (the pipeline's
+// grammar.ts on the plan made here), and the 400s for parameters that can't be compiled, naming the tool.
 import assert from "node:assert/strict";
 import { HERMES, MISTRAL } from "../chat/tools/mod.ts";
 import { maskHas, VocabIndex } from "../chat/constrain/mod.ts";
-import { ApiError } from "../http/errors.ts";
+import { ApiError, toApiError } from "../http/errors.ts";
+import { checkTools, forcedCallGrammar } from "../chat/grammar.ts";
 import { ChatCompletionRequest } from "../protocol/chat.ts";
 import { parseRequest } from "../protocol/validate.ts";
-import { forcedCallGrammar, planTools } from "./chat_tools.ts";
+import { planTools } from "./chat_tools.ts";
+
+/** The plan, its declared tools checked as the pipeline checks every job. */
+const checkedPlan = (b: Parameters<typeof planTools>[0]) => {
+  const plan = planTools(b);
+  checkTools(plan.declared);
+  return plan;
+};
 
 const A = { type: "function", function: { name: "a", parameters: { type: "object", properties: {} } } };
 const B = {
@@ -31,9 +39,9 @@ function body(extra: Record<string, unknown>) {
 function badRequest(f: () => unknown): ApiError {
   try {
     f();
-  } catch (e) {
-    assert.ok(e instanceof ApiError, String(e));
-    assert.equal(e.status, 400);
+  } catch (err) {
+    const e = toApiError(err);
+    assert.equal(e.status, 400, String(err));
     return e;
   }
   throw new Error("no error");
@@ -41,7 +49,15 @@ function badRequest(f: () => unknown): ApiError {
 
 Deno.test("planTools: each tool_choice", () => {
   const none = planTools(body({}));
-  assert.deepEqual(none, { offered: undefined, parse: false, maxCalls: 0, forced: null, legacy: false });
+  assert.deepEqual(none, {
+    declared: [],
+    offered: undefined,
+    parse: false,
+    maxCalls: 0,
+    forced: null,
+    legacy: false,
+    param: "tools",
+  });
 
   const auto = planTools(body({ tools: [A, B] }));
   assert.deepEqual(auto.offered?.map((t) => t.name), ["a", "b"]);
@@ -59,13 +75,13 @@ Deno.test("planTools: each tool_choice", () => {
   assert.equal(off.maxCalls, 0);
 
   const required = planTools(body({ tools: [A, B], tool_choice: "required" }));
-  assert.deepEqual(required.forced?.tools.map((t) => t.name), ["a", "b"]);
+  assert.deepEqual(required.forced?.tools.map((t) => t.tool.name), ["a", "b"]);
   assert.equal(required.forced?.parallel, true);
 
   const named = planTools(
     body({ tools: [A, B], tool_choice: { type: "function", function: { name: "b" } } }),
   );
-  assert.deepEqual(named.forced?.tools.map((t) => t.name), ["b"]);
+  assert.deepEqual(named.forced?.tools.map((t) => t.tool.name), ["b"]);
   assert.equal(named.forced?.parallel, false);
   assert.equal(named.maxCalls, 1);
   assert.deepEqual(named.offered?.map((t) => t.name), ["a", "b"]);
@@ -88,7 +104,7 @@ Deno.test("planTools: deprecated functions are one call at most", () => {
   assert.equal(auto.forced, null);
   const named = planTools(body({ functions: [A.function, B.function], function_call: { name: "a" } }));
   assert.deepEqual(named.forced, {
-    tools: [{ name: "a", parameters: A.function.parameters }],
+    tools: [{ tool: { name: "a", parameters: A.function.parameters }, param: "functions[0].parameters" }],
     parallel: false,
   });
   const none = planTools(body({ functions: [A.function], function_call: "none" }));
@@ -98,13 +114,13 @@ Deno.test("planTools: deprecated functions are one call at most", () => {
 
 Deno.test("planTools: parameters must be an object schema; strict ones must compile strictly", () => {
   let e = badRequest(() =>
-    planTools(
+    checkedPlan(
       body({ tools: [A, { type: "function", function: { name: "s", parameters: { type: "array" } } }] }),
     )
   );
   assert.equal(e.param, "tools[1].function.parameters");
   e = badRequest(() =>
-    planTools(body({
+    checkedPlan(body({
       tools: [{
         type: "function",
         function: {
@@ -117,10 +133,10 @@ Deno.test("planTools: parameters must be an object schema; strict ones must comp
   );
   assert.equal(e.param, "tools[0].function.parameters");
   assert.match(e.message, /'minLength' at #\/properties\/a/);
-  e = badRequest(() => planTools(body({ functions: [{ name: "f", parameters: { type: "string" } }] })));
+  e = badRequest(() => checkedPlan(body({ functions: [{ name: "f", parameters: { type: "string" } }] })));
   assert.equal(e.param, "functions[0].parameters");
   // Not strict: unsupported keywords are fine (ignored when the call is forced).
-  planTools(body({
+  checkedPlan(body({
     tools: [{ type: "function", function: { name: "s", parameters: { type: "object", not: {} } } }],
   }));
 });
@@ -131,11 +147,11 @@ Deno.test("forcedCallGrammar: the model's layout; a bad schema is a 400 naming i
     [],
   );
   const b = body({ tools: [A, B], tool_choice: "required" });
-  const hermes = forcedCallGrammar(planTools(b), b, HERMES).matcher(ix);
+  const hermes = forcedCallGrammar(planTools(b), HERMES).matcher(ix);
   assert.ok(
     hermes.acceptBytes(new TextEncoder().encode('<tool_call>\n{"name": "b", "arguments": {"n": 1}}')),
   );
-  const mistral = forcedCallGrammar(planTools(b), b, MISTRAL).matcher(ix);
+  const mistral = forcedCallGrammar(planTools(b), MISTRAL).matcher(ix);
   assert.ok(mistral.acceptBytes(new TextEncoder().encode('[TOOL_CALLS] [{"name": "a"')));
   assert.ok(maskHas(mistral.mask(), ix.tokens.findIndex((t) => t?.[0] === 0x2c)));
 
@@ -146,7 +162,7 @@ Deno.test("forcedCallGrammar: the model's layout; a bad schema is a 400 naming i
     }],
     tool_choice: "required",
   });
-  const e = badRequest(() => forcedCallGrammar(planTools(bad), bad, HERMES));
+  const e = badRequest(() => forcedCallGrammar(planTools(bad), HERMES));
   assert.equal(e.param, "tools[1].function.parameters");
   assert.match(e.message, /function 'c'/);
   const legacy = body({
@@ -154,7 +170,7 @@ Deno.test("forcedCallGrammar: the model's layout; a bad schema is a 400 naming i
     function_call: { name: "f" },
   });
   assert.equal(
-    badRequest(() => forcedCallGrammar(planTools(legacy), legacy, HERMES)).param,
+    badRequest(() => forcedCallGrammar(planTools(legacy), HERMES)).param,
     "functions[0].parameters",
   );
 });

@@ -21,9 +21,11 @@ class FakeEngine implements EmbeddingEngine {
   calls: number[][][] = [];
   longestTokenized = 0;
   constructor(readonly entry: ModelEntry) {}
-  tokenize(text: string): number[] {
-    this.longestTokenized = Math.max(this.longestTokenized, text.length);
-    return [1, ...text.split(/\s+/).filter(Boolean).map((w) => w.length + 10), 2];
+  tokenize(texts: string[]): Promise<number[][]> {
+    return Promise.resolve(texts.map((text) => {
+      this.longestTokenized = Math.max(this.longestTokenized, text.length);
+      return [1, ...text.split(/\s+/).filter(Boolean).map((w) => w.length + 10), 2];
+    }));
   }
   async embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
     this.calls.push(inputs.map((r) => [...r]));
@@ -51,7 +53,7 @@ function setup(flags: string[] = []) {
   );
   const registry = new Registry(
     manifest,
-    { embedding: (entry) => Promise.resolve(engine = new FakeEngine(entry)) },
+    { transformers: { embedding: (entry) => Promise.resolve(engine = new FakeEngine(entry)) } },
     { modelsDir: "/m", threads: 1, allowRemote: false, log },
     { loadWaitMs: 1000, queueSize: config.queueSize },
   );

@@ -93,7 +93,7 @@ function setup(flags: string[] = [], delayMs = 0) {
   const registry = new Registry(
     manifest,
     {
-      transcription: (entry) => Promise.resolve(engine = new FakeEngine(entry, delayMs)),
+      "whisper.cpp": { transcription: (entry) => Promise.resolve(engine = new FakeEngine(entry, delayMs)) },
     },
     { modelsDir: "/m", threads: 1, allowRemote: false, log },
     { loadWaitMs: 1000, queueSize: 4 },

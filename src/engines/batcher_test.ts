@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../http/errors.ts";
+import { QueueFull } from "../errors.ts";
 import { type BatchInfo, DynamicBatcher } from "./batcher.ts";
 
 /** Items are strings; cost is their length; a call doubles them. Records every call. */
@@ -115,15 +115,14 @@ Deno.test("batcher: requests arriving during a call join the next one, without a
   assert.ok(performance.now() - t0 < 200);
 });
 
-Deno.test("batcher: a full queue gives 429 with Retry-After; an idle batcher takes a request even at size 0", async () => {
+Deno.test("batcher: a full queue gives QueueFull with a retry time; an idle batcher takes a request even at size 0", async () => {
   const { batcher } = fake({ maxWaiting: 2, callMs: 30 });
   const running = batcher.submit(["a"]);
   await sleep(10);
   const waiting = [batcher.submit(["b"]), batcher.submit(["c"])];
   await assert.rejects(batcher.submit(["d"]), (e: unknown) => {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 429);
-    assert.ok(Number(e.headers["retry-after"]) >= 1);
+    assert.ok(e instanceof QueueFull);
+    assert.ok(e.retryAfterSeconds >= 1);
     return true;
   });
   assert.deepEqual(await running, ["aa"]);

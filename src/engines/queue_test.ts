@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../http/errors.ts";
+import { QueueFull } from "../errors.ts";
 import { BoundedQueue } from "./queue.ts";
 
-Deno.test("queue: runs in arrival order, bounded, 429 with Retry-After when full", async () => {
+Deno.test("queue: runs in arrival order, bounded, QueueFull with a retry time when full", async () => {
   const q = new BoundedQueue("m", 1, 2);
   const order: number[] = [];
   const gates = [Promise.withResolvers<void>(), Promise.withResolvers<void>(), Promise.withResolvers<void>()];
@@ -15,9 +15,8 @@ Deno.test("queue: runs in arrival order, bounded, 429 with Retry-After when full
   assert.equal(q.active, 1);
   assert.equal(q.waiting, 2);
   await assert.rejects(q.acquire(), (e: unknown) => {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 429);
-    assert.ok(Number(e.headers["retry-after"]) >= 1);
+    assert.ok(e instanceof QueueFull);
+    assert.ok(e.retryAfterSeconds >= 1);
     return true;
   });
   for (const g of gates) g.resolve();

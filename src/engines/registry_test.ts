@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { ApiError } from "../http/errors.ts";
 import { memoryLogger } from "../log.ts";
 import { parseManifest } from "./manifest.ts";
-import { ModelFilesMissing } from "../errors.ts";
+import { InvalidRequest, ModelFilesMissing, ModelNotFound, ModelUnavailable } from "../errors.ts";
 import { Registry } from "./registry.ts";
 import type { AnyEngine, EngineLoader, ModelEntry } from "./types.ts";
 
@@ -22,19 +21,19 @@ function fakeEngine(entry: ModelEntry): AnyEngine {
 
 function registry(chat: EngineLoader, loadWaitMs = 1000) {
   const log = memoryLogger();
-  return new Registry(manifest, { chat }, { modelsDir: "/models", threads: 1, allowRemote: false, log }, {
+  return new Registry(manifest, { transformers: { chat } }, { modelsDir: "/models", threads: 1, allowRemote: false, log }, {
     loadWaitMs,
     queueSize: 2,
   });
 }
 
-Deno.test("registry: resolves ids and aliases; unknown is 404, wrong task 400", () => {
+Deno.test("registry: resolves ids and aliases; unknown is ModelNotFound, wrong task InvalidRequest", () => {
   const r = registry((e) => Promise.resolve(fakeEngine(e)));
   assert.equal(r.resolve("gpt-4o-mini", "chat").id, "c");
-  assert.throws(() => r.resolve("nope", "chat"), (e: unknown) => e instanceof ApiError && e.status === 404);
+  assert.throws(() => r.resolve("nope", "chat"), (e: unknown) => e instanceof ModelNotFound);
   assert.throws(
     () => r.resolve("e", "chat"),
-    (e: unknown) => e instanceof ApiError && e.status === 400 && e.param === "model",
+    (e: unknown) => e instanceof InvalidRequest && e.param === "model",
   );
 });
 
@@ -60,8 +59,7 @@ Deno.test("registry: one load shared by concurrent requests; state follows", asy
 Deno.test("registry: missing files and failed loads are 503 with the reason; loading past the wait is 503", async () => {
   const missing = registry(() => Promise.reject(new ModelFilesMissing("config.json is missing: run pull")));
   await assert.rejects(missing.engine(missing.resolve("c", "chat")), (e: unknown) => {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 503);
+    assert.ok(e instanceof ModelUnavailable);
     assert.match(e.message, /config\.json is missing: run pull/);
     return true;
   });
@@ -70,10 +68,9 @@ Deno.test("registry: missing files and failed loads are 503 with the reason; loa
 
   const slow = registry(() => new Promise(() => {}), 20);
   await assert.rejects(slow.engine(slow.resolve("c", "chat")), (e: unknown) => {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 503);
+    assert.ok(e instanceof ModelUnavailable);
     assert.equal(e.code, "model_loading");
-    assert.equal(e.headers["retry-after"], "5");
+    assert.equal(e.retryAfterSeconds, 5);
     return true;
   });
 });
@@ -94,8 +91,10 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
   const r = new Registry(
     m,
     {
-      chat: (e) =>
-        Promise.resolve({ ...fakeEngine(e), dispose: () => (disposed.push(e.id), Promise.resolve()) }),
+      transformers: {
+        chat: (e) =>
+          Promise.resolve({ ...fakeEngine(e), dispose: () => (disposed.push(e.id), Promise.resolve()) }),
+      },
     },
     { modelsDir: dir, threads: 1, allowRemote: false, log },
     {
@@ -134,15 +133,14 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
 
 Deno.test("registry: a hub model that cannot be downloaded says how to get it", async () => {
   const m = parseManifest({ models: { q: { task: "chat", repo: "org/Model" } } }, "/models", "cpu");
-  const r = new Registry(m, { chat: () => Promise.reject(new TypeError("fetch failed")) }, {
+  const r = new Registry(m, { transformers: { chat: () => Promise.reject(new TypeError("fetch failed")) } }, {
     modelsDir: "/models",
     threads: 1,
     allowRemote: true,
     log: memoryLogger(),
   }, { loadWaitMs: 1000, queueSize: 1 });
   await assert.rejects(r.engine(r.resolve("q", "chat")), (e: unknown) => {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.status, 503);
+    assert.ok(e instanceof ModelUnavailable);
     assert.match(e.message, /could not download org\/Model .*fetch failed.*deno task pull q/);
     return true;
   });

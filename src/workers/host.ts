@@ -94,7 +94,7 @@ class WorkerLink {
         onResult: (v) => value = v,
         onEnd: (err) => {
           signal?.removeEventListener("abort", onAbort);
-          if (err) reject(err);
+          if (err) reject(signal?.aborted ? signal.reason : err);
           else resolve(value as T);
         },
       });
@@ -242,6 +242,10 @@ export class WorkerChatEngine implements ChatEngine {
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       yield* channel.drain();
+    } catch (e) {
+      // Cancelled here: the reason is this side's (a client gone, the request's time limit), not the worker's.
+      if (signal?.aborted) throw signal.reason;
+      throw e;
     } finally {
       signal?.removeEventListener("abort", onAbort);
       // The consumer stopped early (its client went away): the worker stops within a token.

@@ -1,15 +1,18 @@
-// Runs the real chat engine on the generated chat-tiny model (models/generated/chat-tiny): model files
-// (missing, offline, downloaded from a hub into <models>/hub/<repo>), the generation loop's events, n choices
-// from one prefill, seeds, stop sequences, logprobs, cancellation between tokens, and the plug-in points.
+// Runs the real transformers.js chat backend on the generated chat-tiny model (models/generated/chat-tiny),
+// through the chat pipeline: model files (missing, offline, downloaded from a hub into <models>/hub/<repo>),
+// the events of a generation, n choices from one prefill (forked sequences), seeds, stop sequences, logprobs,
+// cancellation between tokens, and the sequence interface itself (cache continuation equals a full run).
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { memoryLogger } from "../../log.ts";
 import { ModelFilesMissing } from "../../errors.ts";
-import type { ChatEvent, ChatGenerateOptions, LoadContext, ModelEntry } from "../types.ts";
-import { loadChat, type TransformersChat } from "./chat_engine.ts";
+import type { ChatJob, LoadContext, ModelEntry } from "../types.ts";
+import { loadChatBackend, type TransformersChat } from "./chat_backend.ts";
 import { downloadProgress, requiredChatFiles } from "./chat_files.ts";
 import { transformersRuntime } from "./runtime.ts";
+import { runChat } from "../../chat/pipeline.ts";
 import { startFakeHub } from "../../../tests/fake_hub.ts";
+import { chatJob, collect, texts } from "../../../tests/support/chat_job.ts";
 
 const MODELS = new URL("../../../models/", import.meta.url).pathname;
 const TINY = join(MODELS, "generated", "chat-tiny");
@@ -19,6 +22,7 @@ function entry(path: string, extra: Partial<ModelEntry> = {}): ModelEntry {
   return {
     id: "chat-tiny",
     task: "chat",
+    engine: "transformers",
     path,
     dtype: "fp32",
     device: "cpu",
@@ -36,48 +40,19 @@ const ctx = (allowRemote = false, modelsDir = MODELS): LoadContext => ({
   log: memoryLogger(),
 });
 
-const options = (extra: Partial<ChatGenerateOptions> = {}): ChatGenerateOptions => ({
-  n: 1,
-  maxTokens: 32,
-  minTokens: 0,
-  ignoreEos: false,
-  stop: [],
-  sampling: {
-    temperature: 0,
-    topP: 1,
-    topK: 0,
-    presencePenalty: 0,
-    frequencyPenalty: 0,
-    logitBias: new Map(),
-  },
-  seed: 1n,
-  logprobs: null,
-  ...extra,
-});
-
-async function collect(it: AsyncIterable<ChatEvent>): Promise<ChatEvent[]> {
-  const out: ChatEvent[] = [];
-  for await (const ev of it) out.push(ev);
-  return out;
-}
-
-function texts(events: ChatEvent[]): string[] {
-  const out: string[] = [];
-  for (const ev of events) {
-    if (ev.type === "start") out[ev.choice] = "";
-    if (ev.type === "delta") out[ev.choice] += ev.delta.content ?? "";
-  }
-  return out;
-}
-
 let shared: TransformersChat | undefined;
 async function engine(): Promise<TransformersChat> {
-  return shared ??= await loadChat(entry(TINY), ctx());
+  return shared ??= await loadChatBackend(entry(TINY), ctx());
 }
 
 const hi = [{ role: "user" as const, content: "Hi there!" }];
+const forever = [{ role: "user" as const, content: "Count forever" }];
+const run = (e: TransformersChat, job: ChatJob, signal?: AbortSignal) =>
+  collect(runChat(e, job, signal ? { signal } : {}));
+/** The choices' events, without the prompt event. */
+const choices = async (e: TransformersChat, job: ChatJob) => (await run(e, job)).slice(1);
 
-Deno.test("chat engine: loads chat-tiny, reports its window and defaults, greedy reply with events in order", async () => {
+Deno.test("chat backend: loads chat-tiny, reports its window and defaults, greedy reply with events in order", async () => {
   const e = await engine();
   assert.equal(e.contextLength, 1024);
   assert.equal(e.vocabSize, 1170);
@@ -86,35 +61,35 @@ Deno.test("chat engine: loads chat-tiny, reports its window and defaults, greedy
   assert.deepEqual([...e.eosIds].sort(), [1163, 1165]);
   assert.match(e.chatTemplate ?? "", /<tool_call>/);
   assert.ok((e.tokenizerJson as { model?: unknown }).model);
-  const events = await collect(e.generate(e.prompt(hi), options()));
+  const all = await run(e, chatJob(hi));
+  assert.deepEqual(all[0], { type: "prompt", promptTokens: e.render(hi).length, cachedTokens: 0 });
+  const events = all.slice(1);
   assert.deepEqual(events[0], { type: "start", choice: 0 });
   assert.deepEqual(events.at(-1), { type: "finish", choice: 0, reason: "stop", completionTokens: 6 });
   assert.deepEqual(texts(events), [HELLO]);
   assert.ok(events.filter((ev) => ev.type === "delta").length >= 5, "one delta per token");
 });
 
-Deno.test("chat engine: n choices from one prefill, each with its own seed stream; seeds reproduce", async () => {
+Deno.test("chat backend: n choices from one prefill, each with its own seed stream; seeds reproduce", async () => {
   const e = await engine();
-  const p = e.prompt(hi);
-  const sampled = options({
+  const sampled = chatJob(hi, {
     n: 3,
     maxTokens: 20,
     seed: 77n,
-    sampling: { ...options().sampling, temperature: 2 },
+    sampling: { ...chatJob(hi).sampling, temperature: 2 },
   });
-  const a = texts(await collect(e.generate(p, sampled)));
+  const a = texts(await choices(e, sampled));
   assert.equal(a.length, 3);
   assert.equal(new Set(a).size, 3, `choices should differ: ${JSON.stringify(a)}`);
-  assert.deepEqual(texts(await collect(e.generate(p, sampled))), a);
+  assert.deepEqual(texts(await choices(e, sampled)), a);
   // Choice i of n equals the single choice drawn from stream i: choices don't leak state into each other.
-  const events = await collect(e.generate(p, { ...sampled, n: 1 }));
-  assert.equal(texts(events)[0], a[0]);
+  assert.equal(texts(await choices(e, { ...sampled, n: 1 }))[0], a[0]);
+  assert.equal(e.busy(), false, "every sequence was closed");
 });
 
-Deno.test("chat engine: stop sequences, max tokens and logprobs line up with the text", async () => {
+Deno.test("chat backend: stop sequences, max tokens and logprobs line up with the text", async () => {
   const e = await engine();
-  const p = e.prompt(hi);
-  const stopped = await collect(e.generate(p, options({ stop: [" chat"], logprobs: 2 })));
+  const stopped = await choices(e, chatJob(hi, { stop: [" chat"], logprobs: 2 }));
   assert.deepEqual(texts(stopped), ["Hello from"]);
   const fin = stopped.at(-1)!;
   assert.ok(fin.type === "finish" && fin.reason === "stop");
@@ -122,24 +97,22 @@ Deno.test("chat engine: stop sequences, max tokens and logprobs line up with the
   const lps = stopped.flatMap((ev) => (ev.type === "delta" ? ev.logprobs ?? [] : []));
   assert.deepEqual(lps.map((l) => l.token), ["Hello", " from"]);
   assert.ok(lps.every((l) => l.top.length === 2));
-  const short = await collect(e.generate(p, options({ maxTokens: 2 })));
+  const short = await choices(e, chatJob(hi, { maxTokens: 2 }));
   assert.deepEqual(texts(short), ["Hello from"]);
   assert.deepEqual(short.at(-1), { type: "finish", choice: 0, reason: "length", completionTokens: 2 });
-  // A budget the window can't hold is cut to the window.
-  const big = e.prompt([{ role: "user", content: "Count forever" }]);
-  const all = await collect(e.generate(big, options({ maxTokens: 5000 })));
+  // No budget: whatever the window leaves.
+  const all = await choices(e, chatJob(forever, { maxTokens: null }));
   const end = all.at(-1)!;
-  assert.ok(end.type === "finish" && end.completionTokens === e.contextLength - big.ids.length);
+  assert.ok(end.type === "finish" && end.completionTokens === e.contextLength - e.render(forever).length);
 });
 
-Deno.test("chat engine: an abort stops generation before the next token", async () => {
+Deno.test("chat backend: an abort stops generation before the next token", async () => {
   const e = await engine();
   const ctrl = new AbortController();
-  const p = e.prompt([{ role: "user", content: "Count forever" }]);
   let deltas = 0;
   await assert.rejects(
     (async () => {
-      for await (const ev of e.generate(p, options({ maxTokens: 500, signal: ctrl.signal }))) {
+      for await (const ev of runChat(e, chatJob(forever, { maxTokens: 500 }), { signal: ctrl.signal })) {
         if (ev.type === "delta" && ++deltas === 3) ctrl.abort();
       }
     })(),
@@ -147,51 +120,41 @@ Deno.test("chat engine: an abort stops generation before the next token", async 
   );
   assert.equal(deltas, 3);
   // Returning early (a client that stops reading) also ends it cleanly, and the engine serves again.
-  for await (const ev of e.generate(p, options({ maxTokens: 500 }))) if (ev.type === "delta") break;
-  assert.deepEqual(texts(await collect(e.generate(e.prompt(hi), options()))), [HELLO]);
+  for await (const ev of runChat(e, chatJob(forever, { maxTokens: 500 }))) if (ev.type === "delta") break;
+  assert.equal(e.busy(), false, "the sequence was closed");
+  assert.deepEqual(texts(await choices(e, chatJob(hi))), [HELLO]);
 });
 
-Deno.test("chat engine: plug-in points see every step (logits processor, output parser)", async () => {
+Deno.test("chat backend: a step continues the cache exactly as a full prefill; forks are independent", async () => {
   const e = await engine();
-  const seen: number[] = [];
-  let pushed = "";
-  const events = await collect(e.generate(
-    e.prompt(hi),
-    options({
-      logitsProcessor: () => ({
-        process(logits) {
-          // Forbid the greedy first token: the reply must change.
-          if (seen.length === 0) logits[e.prompt([{ role: "user", content: "x" }]).ids[0]] = -Infinity;
-        },
-        accept: (id) => void seen.push(id),
-      }),
-      outputParser: () => ({
-        push(text) {
-          pushed += text;
-          return [{ content: text.toUpperCase() }];
-        },
-        end: () => [{ content: "|" }],
-        finishReason: undefined,
-      }),
-    }),
-  ));
-  assert.equal(seen.length, 6);
-  assert.equal(texts(events)[0], HELLO.toUpperCase() + "|");
-  assert.equal(pushed, HELLO);
+  const ids = e.render(hi);
+  const whole = e.open();
+  const full = (await e.prefill(whole, ids)).logits.slice();
+  const part = e.open();
+  await e.prefill(part, ids.slice(0, -1));
+  const fork = e.fork(part);
+  const stepped = (await e.step(part, ids.at(-1)!)).slice();
+  const forked = (await e.step(fork, ids.at(-1)!)).slice();
+  for (let i = 0; i < full.length; i++) {
+    assert.ok(Math.abs(full[i] - stepped[i]) < 1e-4, `logit ${i}: ${full[i]} vs ${stepped[i]}`);
+    assert.equal(forked[i], stepped[i]);
+  }
+  for (const s of [whole, part, fork]) e.close(s);
+  assert.equal(e.busy(), false);
 });
 
-Deno.test("chat engine: missing files and offline hub models say what is missing and how to get it", async () => {
+Deno.test("chat backend: missing files and offline hub models say what is missing and how to get it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "chat-missing-" });
   try {
-    await assert.rejects(loadChat(entry(dir), ctx()), (e: unknown) => {
+    await assert.rejects(loadChatBackend(entry(dir), ctx()), (e: unknown) => {
       assert.ok(e instanceof ModelFilesMissing);
       for (const f of requiredChatFiles("fp32")) assert.ok(e.message.includes(f), `${f} in ${e.message}`);
       return true;
     });
-    await assert.rejects(loadChat(entry(TINY, { dtype: "q4f16" }), ctx()), /onnx\/model_q4f16\.onnx/);
-    await assert.rejects(loadChat(entry(TINY, { dtype: "q7" }), ctx()), /unknown dtype/);
+    await assert.rejects(loadChatBackend(entry(TINY, { dtype: "q4f16" }), ctx()), /onnx\/model_q4f16\.onnx/);
+    await assert.rejects(loadChatBackend(entry(TINY, { dtype: "q7" }), ctx()), /unknown dtype/);
     const hub = entry(join(dir, "hub", "acme", "chat-tiny"), { repo: "acme/chat-tiny" });
-    await assert.rejects(loadChat(hub, ctx(false, dir)), (e: unknown) => {
+    await assert.rejects(loadChatBackend(hub, ctx(false, dir)), (e: unknown) => {
       assert.ok(e instanceof ModelFilesMissing);
       assert.match(e.message, /without --offline/);
       assert.match(e.message, /acme\/chat-tiny/);
@@ -202,7 +165,7 @@ Deno.test("chat engine: missing files and offline hub models say what is missing
   }
 });
 
-Deno.test("chat engine: a hub entry downloads into <models>/hub/<repo> and then loads offline", async () => {
+Deno.test("chat backend: a hub entry downloads into <models>/hub/<repo> and then loads offline", async () => {
   const hub = await startFakeHub({ "acme/chat-tiny": { dir: TINY } });
   const models = await Deno.makeTempDir({ prefix: "chat-hub-" });
   const { tf } = await transformersRuntime("cpu", memoryLogger());
@@ -211,13 +174,13 @@ Deno.test("chat engine: a hub entry downloads into <models>/hub/<repo> and then 
   try {
     const dir = join(models, "hub", "acme", "chat-tiny");
     const hubEntry = entry(dir, { repo: "acme/chat-tiny" });
-    const downloaded = await loadChat(hubEntry, ctx(true, models));
+    const downloaded = await loadChatBackend(hubEntry, ctx(true, models));
     for (const f of requiredChatFiles("fp32")) {
       assert.ok(Deno.statSync(join(dir, f)).isFile, `${f} downloaded`);
     }
-    assert.deepEqual(texts(await collect(downloaded.generate(downloaded.prompt(hi), options()))), [HELLO]);
+    assert.deepEqual(texts(await choices(downloaded, chatJob(hi))), [HELLO]);
     await downloaded.dispose();
-    const offline = await loadChat(hubEntry, ctx(false, models));
+    const offline = await loadChatBackend(hubEntry, ctx(false, models));
     await offline.dispose();
   } finally {
     tf.env.remoteHost = host;

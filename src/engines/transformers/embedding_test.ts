@@ -16,6 +16,7 @@ function entry(path: string, extra: Partial<ModelEntry> = {}): ModelEntry {
   return {
     id: "embed-tiny",
     task: "embedding",
+    engine: "transformers",
     path,
     dtype: "fp32",
     device: "cpu",

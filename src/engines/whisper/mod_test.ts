@@ -20,6 +20,7 @@ Deno.test("whisper loader: a hub model downloads on first use, and offline says 
   const entry: ModelEntry = {
     id: "whisper-test",
     task: "transcription",
+    engine: "whisper.cpp",
     repo: "ggerganov/whisper.cpp",
     path: hubPath(models, "ggerganov/whisper.cpp"),
     device: "cpu",

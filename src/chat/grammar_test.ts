@@ -1,10 +1,11 @@
-// Tests response_format -> grammar: text is no constraint, json_object any object, json_schema the schema
-// (strict or not), and every schema the compiler refuses is a 400 naming response_format.json_schema.schema.
+// Tests response_format -> grammar: no format is no constraint, json_object any object, json_schema the
+// schema (strict or not), and every schema the compiler refuses is InvalidRequest (a 400) naming
+// response_format.json_schema.schema.
 import assert from "node:assert/strict";
-import { VocabIndex } from "../chat/constrain/mod.ts";
-import { ApiError } from "../http/errors.ts";
+import { VocabIndex } from "./constrain/mod.ts";
+import { InvalidRequest } from "../errors.ts";
 import { memoryLogger } from "../log.ts";
-import { responseGrammar } from "./chat_format.ts";
+import { responseGrammar } from "./grammar.ts";
 
 const enc = new TextEncoder();
 const ix = VocabIndex.build(
@@ -19,16 +20,14 @@ function accepts(g: ReturnType<typeof responseGrammar>, text: string): boolean {
 
 const js = (schema: unknown, strict?: boolean) => ({
   type: "json_schema" as const,
-  json_schema: {
-    name: "x",
-    schema: schema as Record<string, unknown>,
-    ...(strict !== undefined ? { strict } : {}),
-  },
+  name: "x",
+  schema: schema as Record<string, unknown>,
+  strict: strict === true,
 });
 
 Deno.test("responseGrammar: text, json_object, json_schema", () => {
   assert.equal(responseGrammar(undefined), null);
-  assert.equal(responseGrammar({ type: "text" }), null);
+  assert.equal(responseGrammar(null), null);
   const obj = responseGrammar({ type: "json_object" });
   assert.ok(accepts(obj, '{"a": [1, "x"]}'));
   assert.equal(accepts(obj, "[1]"), false);
@@ -51,8 +50,7 @@ Deno.test("responseGrammar: strict refuses unsupported keywords, non-strict igno
   } catch (e) {
     err = e;
   }
-  assert.ok(err instanceof ApiError);
-  assert.equal(err.status, 400);
+  assert.ok(err instanceof InvalidRequest);
   assert.equal(err.param, "response_format.json_schema.schema");
   assert.match(err.message, /'format' at #\/properties\/s/);
   const log = memoryLogger();
@@ -77,7 +75,7 @@ Deno.test("responseGrammar: malformed or unsatisfiable schemas are 400s", () => 
       responseGrammar(js(schema));
       assert.fail(`accepted ${JSON.stringify(schema)}`);
     } catch (e) {
-      assert.ok(e instanceof ApiError, `${JSON.stringify(schema)}: ${e}`);
+      assert.ok(e instanceof InvalidRequest, `${JSON.stringify(schema)}: ${e}`);
       assert.equal(e.param, "response_format.json_schema.schema");
       assert.equal(e.code, "invalid_json_schema");
     }
