@@ -105,7 +105,9 @@ export async function tokenizeInputs(
   signal?: AbortSignal,
 ): Promise<number[][]> {
   const param = (i: number) => (input.single ? "input" : `input[${i}]`);
-  const ids = input.kind === "text" ? await tokenizeTexts(input.texts, engine, model, param, signal) : input.ids;
+  const ids = input.kind === "text"
+    ? await tokenizeTexts(input.texts, engine, model, param, signal)
+    : input.ids;
   ids.forEach((row, i) => {
     if (row.length === 0) {
       throw ApiError.badRequest(`Invalid '${param(i)}': it has no tokens for model \`${model}\`.`, param(i));

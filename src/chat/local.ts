@@ -20,7 +20,10 @@ export class LocalChatEngine implements ChatEngine {
   async *chat(job: ChatJob, signal?: AbortSignal): AsyncGenerator<ChatEvent> {
     this.#running++;
     try {
-      yield* runChat(this.model, job, { ...(signal ? { signal } : {}), ...(this.log ? { log: this.log } : {}) });
+      yield* runChat(this.model, job, {
+        ...(signal ? { signal } : {}),
+        ...(this.log ? { log: this.log } : {}),
+      });
     } finally {
       this.#running--;
     }

@@ -83,13 +83,19 @@ function plugins(backend: ChatBackend, job: ChatJob, maxTokens: number, log?: Lo
  * Tokens the completion may use: what the job asks, else whatever the context window leaves. A prompt that
  * leaves no room, or a job that asks for more than there is, is refused before anything runs.
  */
-export function completionBudget(requested: number | null, promptTokens: number, contextLength: number): number {
+export function completionBudget(
+  requested: number | null,
+  promptTokens: number,
+  contextLength: number,
+): number {
   const room = contextLength - promptTokens;
   if (requested === null ? room < 1 : requested > room) {
     const total = promptTokens + (requested ?? 1);
     throw new InvalidRequest(
       `This model's maximum context length is ${contextLength} tokens. However, you requested ${total} tokens ` +
-        `(${promptTokens} in the messages, ${requested ?? 1} in the completion). Please reduce the length of ` +
+        `(${promptTokens} in the messages, ${
+          requested ?? 1
+        } in the completion). Please reduce the length of ` +
         `the messages or completion.`,
       "messages",
       "context_length_exceeded",
@@ -134,7 +140,11 @@ function checkAbort(signal: AbortSignal | undefined): void {
 }
 
 /** Runs one chat job on a backend: the `prompt` event, then every choice's events in order. */
-export async function* runChat(backend: ChatBackend, job: ChatJob, opts: RunOptions = {}): AsyncGenerator<ChatEvent> {
+export async function* runChat(
+  backend: ChatBackend,
+  job: ChatJob,
+  opts: RunOptions = {},
+): AsyncGenerator<ChatEvent> {
   const { signal, log } = opts;
   checkTools(job.tools.declared);
   let ids: number[];
@@ -254,7 +264,9 @@ async function* decodeChoice(
     }
     emitted += visible.length;
     if (visible || (finish && pendingLp.length)) {
-      const lps = raw ? takeLogprobs(pendingLp, finish ? (stop.stopped ? emitted : Infinity) : emitted) : null;
+      const lps = raw
+        ? takeLogprobs(pendingLp, finish ? (stop.stopped ? emitted : Infinity) : emitted)
+        : null;
       const deltas: ChatDelta[] = parser ? parser.push(visible) : visible ? [{ content: visible }] : [];
       if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
       for (let i = 0; i < deltas.length; i++) {
@@ -265,7 +277,9 @@ async function* decodeChoice(
     row = await backend.step(seq, token);
   }
   if (parser) {
-    for (const delta of parser.end()) yield { type: "delta", choice, delta, logprobs: null, tokens: generated };
+    for (const delta of parser.end()) {
+      yield { type: "delta", choice, delta, logprobs: null, tokens: generated };
+    }
     if (parser.finishReason) finish = parser.finishReason;
   }
   yield { type: "finish", choice, reason: finish!, completionTokens: generated };

@@ -127,7 +127,11 @@ export class Registry {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         reject(
-          new ModelUnavailable(`The model \`${entry.id}\` is still loading. Retry shortly.`, "model_loading", 5),
+          new ModelUnavailable(
+            `The model \`${entry.id}\` is still loading. Retry shortly.`,
+            "model_loading",
+            5,
+          ),
         );
       }, this.options.loadWaitMs);
     });

@@ -21,7 +21,12 @@ function fakeEngine(entry: ModelEntry): AnyEngine {
 
 function registry(chat: EngineLoader, loadWaitMs = 1000) {
   const log = memoryLogger();
-  return new Registry(manifest, { transformers: { chat } }, { modelsDir: "/models", threads: 1, allowRemote: false, log }, {
+  return new Registry(manifest, { transformers: { chat } }, {
+    modelsDir: "/models",
+    threads: 1,
+    allowRemote: false,
+    log,
+  }, {
     loadWaitMs,
     queueSize: 2,
   });

@@ -18,9 +18,15 @@ const scope = globalThis as unknown as {
 const post = (m: GuestMessage, transfer?: Transferable[]) => scope.postMessage(m, transfer);
 
 function workerLog(debug: boolean): Logger {
-  const send = (level: "debug" | "info" | "warn" | "error") => (msg: string, fields?: Record<string, unknown>) =>
-    post({ t: "log", level, msg, ...(fields ? { fields } : {}) });
-  return { debug: debug ? send("debug") : () => {}, info: send("info"), warn: send("warn"), error: send("error") };
+  const send =
+    (level: "debug" | "info" | "warn" | "error") => (msg: string, fields?: Record<string, unknown>) =>
+      post({ t: "log", level, msg, ...(fields ? { fields } : {}) });
+  return {
+    debug: debug ? send("debug") : () => {},
+    info: send("info"),
+    warn: send("warn"),
+    error: send("error"),
+  };
 }
 
 let chat: ChatBackend | null = null;
@@ -89,7 +95,9 @@ scope.onmessage = (e: MessageEvent<HostMessage>) => {
     case "embed":
       void runJob(m.id, async () => {
         const vectors = await embedding!.embedBatch(m.inputs);
-        post({ t: "result", id: m.id, value: vectors }, [...new Set(vectors.map((v) => v.buffer as ArrayBuffer))]);
+        post({ t: "result", id: m.id, value: vectors }, [
+          ...new Set(vectors.map((v) => v.buffer as ArrayBuffer)),
+        ]);
       });
       break;
     case "dispose":

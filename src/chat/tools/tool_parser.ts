@@ -7,7 +7,12 @@
 // A block whose name never arrives is dropped (reported as an "invalid" event), never shown as content.
 // `parseToolCalls` is the same machine run over a whole text; `ToolOutputParser` adapts it to the chat
 // engine's ChatOutputParser (call ids, finish reason "tool_calls").
-import type { ChatDelta, ChatFinishReason, ChatOutputParser, ChatToolCallDelta } from "../../engines/types.ts";
+import type {
+  ChatDelta,
+  ChatFinishReason,
+  ChatOutputParser,
+  ChatToolCallDelta,
+} from "../../engines/types.ts";
 import { CallScanner } from "./call_scanner.ts";
 import { HERMES, type ToolCallFormat } from "./formats.ts";
 import { randomId } from "../../ids.ts";

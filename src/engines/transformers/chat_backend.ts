@@ -3,14 +3,7 @@
 // the ONNX graph's KV cache: prefill, one step per token, forks that share the prefilled cache. The decode
 // loop itself (sampling, constraints, text) is the chat pipeline's (src/chat/pipeline.ts).
 import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
-import type {
-  ChatBackend,
-  ChatMessage,
-  ChatTool,
-  LoadContext,
-  ModelEntry,
-  SequenceId,
-} from "../types.ts";
+import type { ChatBackend, ChatMessage, ChatTool, LoadContext, ModelEntry, SequenceId } from "../types.ts";
 import {
   downloadProgress,
   knownDtype,

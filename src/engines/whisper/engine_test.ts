@@ -12,7 +12,16 @@ const silentLog = { debug() {}, info() {}, warn() {}, error() {} };
 const LOAD: LoadContext = { modelsDir: MODEL_DIR, threads: 2, allowRemote: false, log: silentLog };
 
 function entry(path = MODEL_DIR, options: Record<string, unknown> = { file: "ggml-model.bin" }): ModelEntry {
-  return { id: "w", task: "transcription", engine: "whisper.cpp", path, device: "cpu", options, created: 0, ownedBy: "local" };
+  return {
+    id: "w",
+    task: "transcription",
+    engine: "whisper.cpp",
+    path,
+    device: "cpu",
+    options,
+    created: 0,
+    ownedBy: "local",
+  };
 }
 
 /** Speech-like noise; the generated model's transcript does not depend on what is said. */

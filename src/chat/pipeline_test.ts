@@ -1,0 +1,193 @@
+// Tests the chat pipeline on a scripted fake backend: exact logits in, exact events out. The fake's vocabulary
+// is a handful of text pieces; its logits put all mass on the next piece of a script (or on a fixed row), and
+// it records what the pipeline asked of it (prefills, steps, forks, closes), so sequence handling is checked
+// too: every sequence opened is closed, whatever way the generation ends.
+import assert from "node:assert/strict";
+import { ChatPromptError, InvalidRequest } from "../errors.ts";
+import type { ChatBackend, ChatEvent, ChatMessage, ModelEntry, SequenceId } from "../engines/types.ts";
+import { runChat } from "./pipeline.ts";
+import { chatJob, collect } from "../../tests/support/chat_job.ts";
+
+const PIECES = ["<eos>", "Hel", "lo", " wor", "ld", "!", "\u00e9"];
+const EOS = 0;
+
+/** A backend whose next token follows `script` (by position in the generated text), then end-of-sequence. */
+class ScriptedBackend implements ChatBackend {
+  readonly entry = { id: "fake" } as ModelEntry;
+  readonly backend = "scripted";
+  readonly vocabSize = PIECES.length;
+  readonly eosIds = new Set([EOS]);
+  readonly tokenizerJson = null;
+  readonly chatTemplate = null;
+  readonly defaults = { temperature: 0, topP: 1, topK: 0 };
+  readonly calls: string[] = [];
+  readonly open_ = new Set<SequenceId>();
+  #next = 1;
+  #pos = new Map<SequenceId, number>();
+
+  constructor(readonly script: number[], readonly contextLength = 64, readonly promptLength = 3) {}
+
+  render(messages: ChatMessage[]): number[] {
+    if (messages.some((m) => m.role === "tool")) throw new ChatPromptError("no tools here");
+    return Array.from({ length: this.promptLength }, (_, i) => 1 + (i % 5));
+  }
+  decode(ids: number[]): string {
+    return ids.map((id) => (id === EOS ? "" : PIECES[id])).join("");
+  }
+  tokenText(id: number) {
+    return { text: PIECES[id], bytes: [...new TextEncoder().encode(PIECES[id])] };
+  }
+  open(): SequenceId {
+    const id = this.#next++;
+    this.open_.add(id);
+    this.#pos.set(id, 0);
+    return id;
+  }
+  fork(seq: SequenceId): SequenceId {
+    const id = this.open();
+    this.#pos.set(id, this.#pos.get(seq)!);
+    this.calls.push(`fork ${seq}->${id}`);
+    return id;
+  }
+  close(seq: SequenceId): void {
+    this.open_.delete(seq);
+    this.calls.push(`close ${seq}`);
+  }
+  /** One-hot-ish logits: the scripted token far ahead, the others at 0 (so logprobs are exact). */
+  #logits(seq: SequenceId): Float32Array {
+    const pos = this.#pos.get(seq)!;
+    const row = new Float32Array(this.vocabSize);
+    row[pos < this.script.length ? this.script[pos] : EOS] = 10;
+    return row;
+  }
+  prefill(seq: SequenceId, ids: number[]) {
+    this.calls.push(`prefill ${seq} ${ids.length}`);
+    return Promise.resolve({ logits: this.#logits(seq), cachedTokens: 0 });
+  }
+  step(seq: SequenceId, token: number) {
+    this.calls.push(`step ${seq} ${token}`);
+    this.#pos.set(seq, this.#pos.get(seq)! + 1);
+    return Promise.resolve(this.#logits(seq));
+  }
+  dispose() {
+    return Promise.resolve();
+  }
+}
+
+const hi: ChatMessage[] = [{ role: "user", content: "hi" }];
+const HELLO = [1, 2, 3, 4, 5]; // "Hello world!"
+
+function content(events: ChatEvent[], choice = 0): string {
+  return events.map((e) => (e.type === "delta" && e.choice === choice ? e.delta.content ?? "" : "")).join("");
+}
+
+Deno.test("pipeline: greedy script in, exact events out; one prefill, one step per token, all closed", async () => {
+  const b = new ScriptedBackend(HELLO);
+  const events = await collect(runChat(b, chatJob(hi)));
+  assert.deepEqual(events, [
+    { type: "prompt", promptTokens: 3, cachedTokens: 0 },
+    { type: "start", choice: 0 },
+    { type: "delta", choice: 0, delta: { content: "Hel" }, logprobs: null, tokens: 1 },
+    { type: "delta", choice: 0, delta: { content: "lo" }, logprobs: null, tokens: 2 },
+    { type: "delta", choice: 0, delta: { content: " wor" }, logprobs: null, tokens: 3 },
+    { type: "delta", choice: 0, delta: { content: "ld" }, logprobs: null, tokens: 4 },
+    { type: "delta", choice: 0, delta: { content: "!" }, logprobs: null, tokens: 5 },
+    { type: "finish", choice: 0, reason: "stop", completionTokens: 6 },
+  ]);
+  assert.deepEqual(b.calls, [
+    "prefill 1 3",
+    "step 1 1",
+    "step 1 2",
+    "step 1 3",
+    "step 1 4",
+    "step 1 5",
+    "close 1",
+  ]);
+  assert.equal(b.open_.size, 0);
+});
+
+Deno.test("pipeline: max tokens, stop sequences, logprobs (one entry per visible token)", async () => {
+  const b = new ScriptedBackend(HELLO);
+  const short = await collect(runChat(b, chatJob(hi, { maxTokens: 2 })));
+  assert.equal(content(short), "Hello");
+  assert.deepEqual(short.at(-1), { type: "finish", choice: 0, reason: "length", completionTokens: 2 });
+
+  const stopped = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { stop: ["wor"] })));
+  assert.equal(content(stopped), "Hello ");
+  assert.deepEqual(stopped.at(-1), { type: "finish", choice: 0, reason: "stop", completionTokens: 3 });
+
+  const lp = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { logprobs: 1 })));
+  const entries = lp.flatMap((e) => (e.type === "delta" ? e.logprobs ?? [] : []));
+  assert.deepEqual(entries.map((e) => e.token), ["Hel", "lo", " wor", "ld", "!"]);
+  // 10 against six zeros: log(e^10 / (e^10 + 6)).
+  const expected = 10 - Math.log(Math.exp(10) + 6);
+  for (const e of entries) {
+    assert.ok(Math.abs(e.logprob - expected) < 1e-5, `${e.logprob} vs ${expected}`);
+    assert.equal(e.top.length, 1);
+    assert.equal(e.top[0].token, e.token);
+  }
+});
+
+Deno.test("pipeline: n choices fork the prefilled sequence; each choice gets the same script", async () => {
+  const b = new ScriptedBackend([1, 2]);
+  const events = await collect(runChat(b, chatJob(hi, { n: 3 })));
+  assert.deepEqual([0, 1, 2].map((c) => content(events, c)), ["Hello", "Hello", "Hello"]);
+  assert.equal(b.calls.filter((c) => c.startsWith("prefill")).length, 1, "one prefill");
+  assert.deepEqual(b.calls.filter((c) => c.startsWith("fork")), ["fork 1->2", "fork 1->3"]);
+  assert.equal(b.open_.size, 0, "every sequence closed");
+  const finishes = events.filter((e) => e.type === "finish");
+  assert.deepEqual(finishes.map((f) => f.type === "finish" && f.completionTokens), [3, 3, 3]);
+});
+
+Deno.test("pipeline: refusals before any compute: context, logit_bias, template", async () => {
+  const full = new ScriptedBackend(HELLO, 8, 6);
+  await assert.rejects(collect(runChat(full, chatJob(hi, { maxTokens: 3 }))), (e: unknown) => {
+    assert.ok(e instanceof InvalidRequest);
+    assert.equal(e.code, "context_length_exceeded");
+    assert.equal(e.param, "messages");
+    assert.match(e.message, /maximum context length is 8 tokens.*requested 9 tokens \(6 in the messages/);
+    return true;
+  });
+  const job = chatJob(hi, { maxTokens: null });
+  assert.equal((await collect(runChat(new ScriptedBackend([1, 1, 1, 1], 8, 6), job))).at(-1)?.type, "finish");
+
+  const bias = chatJob(hi);
+  bias.sampling.logitBias = { "7": 5 };
+  await assert.rejects(
+    collect(runChat(new ScriptedBackend(HELLO), bias)),
+    (e: unknown) => e instanceof InvalidRequest && e.param === "logit_bias" && /ids 0 to 6/.test(e.message),
+  );
+  const b = new ScriptedBackend(HELLO);
+  await assert.rejects(
+    collect(runChat(b, chatJob([{ role: "tool", content: "x", toolCallId: "c" }]))),
+    (e: unknown) => e instanceof InvalidRequest && e.param === "messages" && /no tools here/.test(e.message),
+  );
+  assert.deepEqual(b.calls, [], "nothing ran");
+});
+
+Deno.test("pipeline: logit_bias steers, ignore_eos runs to the budget, an abort stops within a token", async () => {
+  const biased = chatJob(hi);
+  biased.sampling.logitBias = { "1": -100, "6": 20 };
+  const steered = await collect(runChat(new ScriptedBackend(HELLO), { ...biased, maxTokens: 2 }));
+  assert.equal(content(steered), "\u00e9\u00e9");
+
+  const long = await collect(
+    runChat(new ScriptedBackend([1]), chatJob(hi, { ignoreEos: true, maxTokens: 4 })),
+  );
+  assert.deepEqual(long.at(-1), { type: "finish", choice: 0, reason: "length", completionTokens: 4 });
+
+  const b = new ScriptedBackend(Array(50).fill(1));
+  const ctrl = new AbortController();
+  let deltas = 0;
+  await assert.rejects(
+    (async () => {
+      for await (const ev of runChat(b, chatJob(hi, { maxTokens: 40 }), { signal: ctrl.signal })) {
+        if (ev.type === "delta" && ++deltas === 2) ctrl.abort(new DOMException("gone", "AbortError"));
+      }
+    })(),
+    (e: unknown) => (e as Error).name === "AbortError",
+  );
+  assert.equal(deltas, 2);
+  assert.equal(b.calls.filter((c) => c.startsWith("step")).length, 2, "no step after the abort");
+  assert.equal(b.open_.size, 0);
+});

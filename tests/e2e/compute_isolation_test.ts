@@ -1,0 +1,144 @@
+// Tests that model compute stays off the HTTP thread: while 8 streaming chats generate on the SmolLM2-135M-
+// shaped bench model (q8, 24 tokens each, one after another in the model's queue: about 3 s of compute),
+// /health and a small embeddings request still answer promptly; and that a model whose worker dies mid-stream fails the requests
+// it held with a clear error (an error frame, a 503 envelope), then loads again and serves the next request.
+// With compute on the HTTP thread (before this test existed) /health took 244 to 460 ms here under that load
+// and answered 7 times in 2 s; off it, 0 to 3 ms; the thresholds below are generous for that reason, and the
+// latency figures themselves are the benchmark's (bench/responsiveness_bench.ts).
+import assert from "node:assert/strict";
+import { errorOf, GENERATED_MODELS, startTestServer } from "../helpers.ts";
+import type { WorkerChatEngine } from "../../src/workers/host.ts";
+
+const JSON_HEADERS = { "content-type": "application/json" };
+const FOREVER = { model: "chat-tiny", messages: [{ role: "user", content: "Count forever" }], stream: true };
+const BENCH = {
+  ...GENERATED_MODELS,
+  models: {
+    ...GENERATED_MODELS.models,
+    smol: {
+      task: "chat" as const,
+      path: "generated/bench/smollm2-135m-instruct",
+      dtype: "q8",
+      device: "cpu" as const,
+    },
+  },
+};
+const SMOL = {
+  model: "smol",
+  messages: [{ role: "user", content: "Tell me a story" }],
+  stream: true,
+  max_tokens: 24,
+  ignore_eos: true,
+};
+
+/** Reads a stream to its end; resolves with its frames. */
+async function frames(res: Response): Promise<string[]> {
+  return (await res.text()).split("\n\n").filter(Boolean);
+}
+
+Deno.test("compute off the HTTP thread: /health and embeddings answer while 8 chats stream", async () => {
+  const t = await startTestServer({ flags: ["--queue-size=16", "--threads=2"], manifest: BENCH });
+  try {
+    const chat = t.server.registry.resolve("smol", "chat");
+    const embed = t.server.registry.resolve("embed-tiny", "embedding");
+    await Promise.all([t.server.registry.load(chat), t.server.registry.load(embed)]);
+    const streams = Array.from({ length: 8 }, () =>
+      fetch(`${t.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: JSON.stringify(SMOL),
+      }).then(frames));
+    let settled = false;
+    const all = Promise.all(streams).finally(() => settled = true);
+    // Wait until generation is under way.
+    while (t.server.registry.queues().every((q) => q.active === 0)) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+
+    const health: number[] = [];
+    const embeddings: number[] = [];
+    while (!settled && health.length < 40) {
+      let t0 = performance.now();
+      const res = await fetch(`${t.url}/health`);
+      await res.body?.cancel();
+      health.push(performance.now() - t0);
+      if (health.length % 8 === 0) {
+        t0 = performance.now();
+        const e = await t.client.embeddings.create({ model: "embed-tiny", input: "hello world" });
+        embeddings.push(performance.now() - t0);
+        assert.equal(e.data[0].embedding.length > 0, true);
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const results = await all;
+    assert.ok(health.length >= 10, `the chats ended before /health could be measured (${health.length})`);
+    // Every stream ran to the end of the window.
+    for (const f of results) {
+      assert.equal(f.at(-1), "data: [DONE]");
+      assert.equal(JSON.parse(f.at(-2)!.slice(6)).choices[0].finish_reason, "length");
+    }
+    const sorted = [...health].sort((a, b) => a - b);
+    const p50 = sorted[sorted.length >> 1];
+    assert.ok(
+      p50 < 50,
+      `/health p50 ${p50.toFixed(1)} ms while chats stream (all: ${sorted.map(Math.round)})`,
+    );
+    assert.ok(sorted.at(-1)! < 250, `/health max ${sorted.at(-1)!.toFixed(1)} ms while chats stream`);
+    for (const ms of embeddings) assert.ok(ms < 1000, `an embeddings request took ${ms.toFixed(0)} ms`);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("a worker that dies mid-stream: an error frame, a 503 envelope, then the model reloads and serves", async () => {
+  const t = await startTestServer();
+  try {
+    const entry = t.server.registry.resolve("chat-tiny", "chat");
+    const engine = await t.server.registry.engine<WorkerChatEngine>(entry);
+    const res = await fetch(`${t.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: JSON.stringify(FOREVER),
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes('"delta":{"content":')) text += (await reader.read()).value ?? "";
+    engine.kill("killed by the test");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    const fs = text.split("\n\n").filter(Boolean);
+    assert.equal(fs.at(-1), "data: [DONE]");
+    const err = errorOf(JSON.parse(fs.at(-2)!.slice(6)));
+    assert.equal(err.code, "engine_failed");
+    assert.match(err.message, /chat-tiny/);
+    assert.equal(engine.failed(), true);
+
+    // A request that the dead worker held without streaming: a 503 envelope (what SDKs retry).
+    const second = await t.server.registry.engine<WorkerChatEngine>(entry);
+    assert.notEqual(second, engine, "a fresh worker was started");
+    const pending = fetch(`${t.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ ...FOREVER, stream: false }),
+    });
+    while (!second.busy()) await new Promise((r) => setTimeout(r, 1));
+    second.kill("killed by the test");
+    const failed = await pending;
+    assert.equal(failed.status, 503);
+    assert.equal(errorOf(await failed.json()).code, "engine_failed");
+
+    // The model loads again on its next use and serves.
+    const ok = await t.client.chat.completions.create({
+      model: "chat-tiny",
+      messages: [{ role: "user", content: "Hi there!" }],
+    });
+    assert.equal(ok.choices[0].message.content, "Hello from chat-tiny!");
+    assert.ok(t.logs.some((l) => l.includes("model worker failed")), "the failure is logged");
+  } finally {
+    await t.close();
+  }
+});
