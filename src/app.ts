@@ -4,7 +4,8 @@
 import type { Config } from "./config.ts";
 import type { Registry } from "./engines/registry.ts";
 import type { Logger } from "./log.ts";
-import type { ApiContext, Handler, RequestNote } from "./api/context.ts";
+import type { ApiContext, Handler } from "./api/context.ts";
+import type { RequestNote, RequestRecord } from "./request_record.ts";
 import { handleHealth, handleReady } from "./api/health.ts";
 import { handleListModels, handleRetrieveModel } from "./api/models.ts";
 import { handleChatCompletions } from "./api/chat.ts";
@@ -28,15 +29,7 @@ export const ROUTES: Route<Handler>[] = [
   { method: "GET", path: "/health/ready", handler: handleReady, open: true },
 ];
 
-/** What a finished request reports (log line, metrics). */
-export interface RequestRecord extends RequestNote {
-  method: string;
-  path: string;
-  route: string;
-  status: number;
-  seconds: number;
-  requestId: string;
-}
+export type { RequestRecord };
 
 export interface AppDeps {
   config: Config;

@@ -2,7 +2,7 @@
 // tokens processed, queue depth and model states (read from the registry when scraped). Fed by the app's
 // per-request record, so handlers never touch metrics directly.
 import client from "prom-client";
-import type { RequestRecord } from "./app.ts";
+import type { RequestRecord } from "./request_record.ts";
 import type { Registry } from "./engines/registry.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

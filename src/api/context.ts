@@ -6,14 +6,9 @@ import type { Logger } from "../log.ts";
 import type { BodyLimits } from "../http/body.ts";
 import type { Metrics } from "../metrics.ts";
 
-export interface RequestNote {
-  model?: string;
-  promptTokens?: number;
-  completionTokens?: number;
-  /** Seconds to the first generated token (streaming chat). */
-  ttft?: number;
-  [k: string]: unknown;
-}
+import type { RequestNote } from "../request_record.ts";
+
+export type { RequestNote };
 
 export interface ApiContext {
   config: Config;

@@ -9,12 +9,11 @@ import { sseResponse } from "../http/sse.ts";
 import {
   type AudioRequest,
   type AudioTask,
-  formatResponse,
   parseAudioForm,
   type TextDeltaEvent,
   type TextDoneEvent,
-  usageOf,
 } from "../protocol/transcriptions.ts";
+import { formatResponse, usageOf } from "./transcript_format.ts";
 import type { ApiContext } from "./context.ts";
 
 export function handleTranscriptions(req: Request, ctx: ApiContext): Promise<Response> {

@@ -1,8 +1,9 @@
 // Owns the model manifest: its JSON shape (validated with zod), alias resolution, and the rule that no
 // model can point outside the models folder. Produces ModelEntry values; loads nothing.
 import { z } from "zod";
-import { isAbsolute, join, relative, resolve } from "node:path";
+import { isAbsolute, relative, resolve } from "node:path";
 import type { DevicePref, EngineKind, ModelEntry, Task } from "./types.ts";
+import { hubPath } from "../hub/paths.ts";
 
 const REPO_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
@@ -43,10 +44,7 @@ export class ManifestError extends Error {
   override name = "ManifestError";
 }
 
-/** Where a hub repo's files live inside the models folder. */
-export function hubPath(modelsDir: string, repo: string): string {
-  return join(modelsDir, "hub", ...repo.split("/"));
-}
+export { hubPath };
 
 /** Resolves `p` inside `root`, refusing anything that would escape it. */
 export function insideDir(root: string, p: string): string {

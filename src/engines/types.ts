@@ -4,9 +4,9 @@
 
 import type { Logger } from "../log.ts";
 
-export type Task = "chat" | "embedding" | "transcription";
-/** The backend that runs a model; loaders are keyed by it (and the task). */
-export type EngineKind = "transformers" | "whisper.cpp";
+import type { EngineKind, Task } from "../model_kinds.ts";
+
+export type { EngineKind, Task };
 export type DevicePref = "auto" | "webgpu" | "cpu";
 
 /** One model of the manifest, already validated. `path` is resolved inside the models folder. */

@@ -57,3 +57,8 @@ export async function assertRealInside(root: string, dir: string): Promise<void>
     throw new HubError(`${dir} resolves to ${d}, outside ${r}`);
   }
 }
+
+/** Where a hub repo's files live inside the models folder (the manifest points repo entries there). */
+export function hubPath(modelsDir: string, repo: string): string {
+  return join(modelsDir, "hub", ...repo.split("/"));
+}

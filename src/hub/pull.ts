@@ -2,11 +2,10 @@
 // `<models-dir>/hub/<owner>/<name>/` (where the manifest's `hubPath` points the server), verified, in order.
 // Knows nothing of the manifest file or the command line.
 import { dirname } from "node:path";
-import { hubPath } from "../engines/manifest.ts";
-import type { Task } from "../engines/types.ts";
+import type { Task } from "../model_kinds.ts";
 import type { HubClient } from "./client.ts";
 import { downloadFile } from "./download.ts";
-import { assertRealInside, checkRepoId, destinationOf } from "./paths.ts";
+import { assertRealInside, checkRepoId, destinationOf, hubPath } from "./paths.ts";
 import { planPull, type PullPlan } from "./select.ts";
 import type { ProgressSink } from "./progress.ts";
 

@@ -1,10 +1,10 @@
 // Owns which files of a hub repo a model needs: for transformers.js repos the config/tokenizer files and the
 // ONNX weights of one dtype (with their external `_data` files), for whisper.cpp repos one `ggml-*.bin`.
 // Also owns the task a repo serves and the dtype chosen when none is asked for.
-import type { Task } from "../engines/types.ts";
+import type { Task } from "../model_kinds.ts";
 import { HubError } from "./errors.ts";
 import type { HubFile, RepoInfo } from "./client.ts";
-import { DTYPE_SUFFIX } from "../engines/transformers/dtypes.ts";
+import { DTYPE_SUFFIX } from "./dtypes.ts";
 
 export { DTYPE_SUFFIX };
 

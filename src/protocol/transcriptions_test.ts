@@ -1,16 +1,6 @@
 import assert from "node:assert/strict";
 import { ApiError } from "../http/errors.ts";
-import type { Transcript } from "../engines/types.ts";
-import {
-  clock,
-  compressionRatio,
-  formToObject,
-  parseAudioForm,
-  toSrt,
-  toVerboseJson,
-  toVtt,
-  usageOf,
-} from "./transcriptions.ts";
+import { formToObject, parseAudioForm } from "./transcriptions.ts";
 
 function form(fields: Record<string, string | string[]>, file = true): FormData {
   const f = new FormData();
@@ -89,70 +79,4 @@ Deno.test("audio form: each mistake is a 400 naming its param", () => {
   f.append("file", "a string, not a file");
   f.append("model", "m");
   assert.throws(() => parseAudioForm(f, "transcribe"), (e: ApiError) => e.param === "file");
-});
-
-const T: Transcript = {
-  language: "en",
-  duration: 4.2,
-  text: "Hello there. General Kenobi!",
-  segments: [
-    {
-      start: 0,
-      end: 1.5,
-      text: " Hello there.",
-      tokens: [50363, 15496, 612, 13, 50438],
-      avgLogprob: -0.2,
-      noSpeechProb: 0.01,
-      temperature: 0,
-    },
-    {
-      start: 62.25,
-      end: 3725.5,
-      text: " General\n\nKenobi! -->",
-      tokens: [1],
-      avgLogprob: -0.3,
-      noSpeechProb: 0.02,
-      temperature: 0,
-    },
-  ],
-  words: [{ word: "Hello", start: 0, end: 0.5 }],
-};
-
-Deno.test("subtitles: srt and vtt cues with their clocks, text made safe for cues", () => {
-  assert.equal(clock(3725.5, ","), "01:02:05,500");
-  assert.equal(clock(0.0004, "."), "00:00:00.000");
-  assert.equal(
-    toSrt(T),
-    "1\n00:00:00,000 --> 00:00:01,500\nHello there.\n\n2\n00:01:02,250 --> 01:02:05,500\nGeneral\nKenobi! ->\n",
-  );
-  assert.equal(
-    toVtt(T),
-    "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nHello there.\n\n00:01:02.250 --> 01:02:05.500\nGeneral\nKenobi! ->\n",
-  );
-  assert.equal(toVtt({ ...T, segments: [] }), "WEBVTT\n");
-});
-
-Deno.test("verbose_json: OpenAI's fields, usage in whole seconds", () => {
-  const v = toVerboseJson(T, "transcribe", "english");
-  assert.equal(v.task, "transcribe");
-  assert.equal(v.language, "english");
-  assert.deepEqual(Object.keys(v.segments[0]), [
-    "id",
-    "seek",
-    "start",
-    "end",
-    "text",
-    "tokens",
-    "temperature",
-    "avg_logprob",
-    "compression_ratio",
-    "no_speech_prob",
-  ]);
-  assert.equal(v.segments[1].seek, 6000);
-  assert.deepEqual(v.words, [{ word: "Hello", start: 0, end: 0.5 }]);
-  assert.deepEqual(usageOf(T), { type: "duration", seconds: 5 });
-  assert.equal(toVerboseJson({ ...T, words: undefined }, "translate", "english").words, undefined);
-  assert.ok(compressionRatio("la ".repeat(100)) > 5);
-  assert.ok(compressionRatio("The quick brown fox.") < 1.5);
-  assert.equal(compressionRatio(""), 0);
 });

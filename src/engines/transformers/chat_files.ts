@@ -4,12 +4,11 @@
 // how to get it), and shows downloads as terminal progress bars.
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import process from "node:process";
-import cliProgress from "cli-progress";
 import { ModelFilesMissing } from "../../errors.ts";
+import { type FileProgress, terminalProgress } from "../../hub/progress.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import type { Logger } from "../../log.ts";
-import { DTYPE_SUFFIX, knownDtype } from "./dtypes.ts";
+import { DTYPE_SUFFIX, knownDtype } from "../../hub/dtypes.ts";
 
 export { knownDtype };
 
@@ -80,41 +79,23 @@ export function downloadProgress(
   log: Logger,
   terminal = Deno.stderr.isTerminal(),
 ): { callback: (p: ProgressInfo) => void; stop(): void } {
-  const mb = (n: number) => (n / 1e6).toFixed(1);
-  if (!terminal) {
-    const started = new Set<string>();
-    return {
-      callback(p) {
-        if (p.status !== "progress" || !p.file || !p.total) return;
-        if (!started.has(p.file)) {
-          started.add(p.file);
-          log.info("downloading", { model, file: p.file, mb: +mb(p.total) });
-        }
-        if ((p.loaded ?? 0) >= p.total) log.info("downloaded", { model, file: p.file });
-      },
-      stop() {},
-    };
-  }
-  const multi = new cliProgress.MultiBar({
-    stream: process.stderr,
-    format: `${model} {file} [{bar}] {percentage}% {value_mb}/{total_mb} MB`,
-    hideCursor: true,
-    clearOnComplete: false,
-  }, cliProgress.Presets.shades_classic);
-  // deno-lint-ignore no-explicit-any
-  const bars = new Map<string, any>();
+  // The same display as every other download (hub/progress.ts): bars on a terminal, one line per file else.
+  const sink = terminalProgress(terminal, (line) => log.info(line, { model }));
+  const files = new Map<string, FileProgress>();
   return {
     callback(p) {
       if (p.status !== "progress" || !p.file || !p.total) return;
-      let bar = bars.get(p.file);
-      if (!bar) {
-        bar = multi.create(p.total, 0, { file: p.file, value_mb: "0.0", total_mb: mb(p.total) });
-        bars.set(p.file, bar);
+      let file = files.get(p.file);
+      if (!file) files.set(p.file, file = sink.begin(`${model} ${p.file}`, p.total));
+      file.update(p.loaded ?? 0);
+      if ((p.loaded ?? 0) >= p.total) {
+        file.finish("downloaded");
+        files.delete(p.file);
       }
-      bar.update(p.loaded ?? 0, { value_mb: mb(p.loaded ?? 0), total_mb: mb(p.total) });
     },
     stop() {
-      multi.stop();
+      for (const file of files.values()) file.fail();
+      files.clear();
     },
   };
 }

@@ -4,7 +4,7 @@
 import { join, sep } from "node:path";
 import type { ModelEntry } from "../types.ts";
 import { ModelFilesMissing } from "../../errors.ts";
-import { DTYPE_SUFFIX } from "./dtypes.ts";
+import { DTYPE_SUFFIX } from "../../hub/dtypes.ts";
 import { DEFAULT_POOLING, poolingFromModules, type PoolingSpec, type StModule } from "./embedding_pooling.ts";
 
 /** Files without which the model cannot load, relative to its folder. */
