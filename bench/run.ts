@@ -6,7 +6,15 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { ensureBenchModels } from "../tools/models/bench_models.ts";
 
-const BENCHES = ["chat", "embeddings", "whisper", "constrain", "constrained_decode", "load"];
+const BENCHES = [
+  "chat",
+  "responsiveness",
+  "embeddings",
+  "whisper",
+  "constrain",
+  "constrained_decode",
+  "load",
+];
 const root = fileURLToPath(new URL("../", import.meta.url));
 
 const { values } = parseArgs({ args: Deno.args, options: { only: { type: "string" } } });

@@ -1,5 +1,6 @@
 // Owns what the benchmarks share: medians (robust to the noisy shared machine), percentiles of sorted samples,
-// where to find a benchmark model, and fixed-length generation options.
+// where to find a benchmark model, and fixed-length chat jobs.
+import type { ChatJob, ChatMessage } from "../src/engines/types.ts";
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -25,37 +26,19 @@ export function firstModelDir(root: string, candidates: string[]): string {
   return found ?? `${root}${candidates.at(-1)}`;
 }
 
-/** Generation options of a speed benchmark: exactly `newTokens` tokens (eos ignored), plain sampling. */
-export function fixedLengthOptions(newTokens: number): {
-  n: number;
-  maxTokens: number;
-  minTokens: number;
-  ignoreEos: boolean;
-  stop: string[];
-  sampling: {
-    temperature: number;
-    topP: number;
-    topK: number;
-    presencePenalty: number;
-    frequencyPenalty: number;
-    logitBias: Map<number, number>;
-  };
-  logprobs: null;
-} {
+/** A speed benchmark's job: exactly `newTokens` tokens (eos ignored), plain sampling. */
+export function fixedLengthJob(messages: ChatMessage[], newTokens: number): ChatJob {
   return {
+    messages,
+    tools: { declared: [], offered: undefined, parse: false, maxCalls: 0, forced: null, param: "tools" },
+    responseFormat: null,
     n: 1,
     maxTokens: newTokens,
     minTokens: 0,
     ignoreEos: true,
     stop: [],
-    sampling: {
-      temperature: 1,
-      topP: 1,
-      topK: 0,
-      presencePenalty: 0,
-      frequencyPenalty: 0,
-      logitBias: new Map(),
-    },
+    sampling: { temperature: 1, topP: 1, topK: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: {} },
+    seed: 0n,
     logprobs: null,
   };
 }
