@@ -90,7 +90,7 @@ async function benchShape(shape: BenchShape) {
   );
   const quiet = { debug() {}, info() {}, warn() {}, error: (m: string, f?: unknown) => console.error(m, f) };
   const server = await startServer(config!, {
-    loaders: { transcription: whisperLoader({ threads: THREADS, concurrency: 1 }) },
+    loaders: { "whisper.cpp": { transcription: whisperLoader({ threads: THREADS, concurrency: 1 }) } },
     log: quiet,
   });
   const wav = await Deno.readFile(JFK);
