@@ -217,12 +217,34 @@ class EventChannel {
   }
 }
 
+/** What every engine of a worker shares: busy while requests are in flight, failed once the worker died. */
+abstract class WorkerEngine {
+  constructor(readonly entry: ModelEntry, readonly link: WorkerLink) {}
+
+  busy(): boolean {
+    return this.link.inFlight > 0;
+  }
+
+  failed(): boolean {
+    return this.link.dead;
+  }
+
+  kill(reason?: string): void {
+    this.link.kill(reason);
+  }
+
+  dispose(): Promise<void> {
+    return this.link.dispose();
+  }
+}
+
 /** A chat model computing in its own worker. */
-export class WorkerChatEngine implements ChatEngine {
+export class WorkerChatEngine extends WorkerEngine implements ChatEngine {
   readonly backend: string;
   readonly contextLength: number;
 
-  constructor(readonly entry: ModelEntry, readonly link: WorkerLink, info: ChatInfo) {
+  constructor(entry: ModelEntry, link: WorkerLink, info: ChatInfo) {
+    super(entry, link);
     this.backend = info.backend;
     this.contextLength = info.contextLength;
   }
@@ -252,33 +274,18 @@ export class WorkerChatEngine implements ChatEngine {
       if (!ended) this.link.cancel(id);
     }
   }
-
-  busy(): boolean {
-    return this.link.inFlight > 0;
-  }
-
-  failed(): boolean {
-    return this.link.dead;
-  }
-
-  kill(reason?: string): void {
-    this.link.kill(reason);
-  }
-
-  dispose(): Promise<void> {
-    return this.link.dispose();
-  }
 }
 
 /** An embedding model computing in its own worker (tokenizing too). */
-export class WorkerEmbeddingEngine implements EmbeddingEngine {
+export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngine {
   readonly backend: string;
   readonly dimensions: number;
   readonly maxTokens: number;
   readonly vocabSize: number;
   readonly normalized: boolean;
 
-  constructor(readonly entry: ModelEntry, readonly link: WorkerLink, info: EmbeddingInfo) {
+  constructor(entry: ModelEntry, link: WorkerLink, info: EmbeddingInfo) {
+    super(entry, link);
     this.backend = info.backend;
     this.dimensions = info.dimensions;
     this.maxTokens = info.maxTokens;
@@ -292,22 +299,6 @@ export class WorkerEmbeddingEngine implements EmbeddingEngine {
 
   embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
     return this.link.call((id) => ({ t: "embed", id, inputs: inputs as number[][] }));
-  }
-
-  busy(): boolean {
-    return this.link.inFlight > 0;
-  }
-
-  failed(): boolean {
-    return this.link.dead;
-  }
-
-  kill(reason?: string): void {
-    this.link.kill(reason);
-  }
-
-  dispose(): Promise<void> {
-    return this.link.dispose();
   }
 }
 
