@@ -1,6 +1,6 @@
 // Owns turning generated token ids into streamable text: incremental detokenization that never emits half
 // of a UTF-8 character, stop sequences that never leak (text that could still become a stop sequence is
-// held back), and each token's exact bytes for logprobs. Pure: works on any decode function.
+// held back). Pure: works on any decode function.
 
 /** Decodes ids to text, skipping special tokens. */
 export type DecodeFn = (ids: number[]) => string;
@@ -110,80 +110,5 @@ export class StopFilter {
     const out = this.stopped ? "" : this.#held;
     this.#held = "";
     return out;
-  }
-}
-
-/** GPT-2's byte-level alphabet: byte b is written as this code point in byte-level BPE vocabularies. */
-function byteLevelDecoder(): Map<string, number> {
-  const bytes: number[] = [];
-  for (let b = 33; b <= 126; b++) bytes.push(b);
-  for (let b = 161; b <= 172; b++) bytes.push(b);
-  for (let b = 174; b <= 255; b++) bytes.push(b);
-  const chars = bytes.slice();
-  let n = 0;
-  for (let b = 0; b < 256; b++) {
-    if (!bytes.includes(b)) {
-      bytes.push(b);
-      chars.push(256 + n++);
-    }
-  }
-  const map = new Map<string, number>();
-  bytes.forEach((b, i) => map.set(String.fromCodePoint(chars[i]), b));
-  return map;
-}
-
-const encoder = new TextEncoder();
-const strictDecoder = new TextDecoder("utf-8", { fatal: true });
-
-/**
- * Each token's own bytes and display text for logprobs (OpenAI's `token` and `bytes`). Byte-level vocabularies
- * map through GPT-2's alphabet, byte-fallback tokens (`<0xE2>`) are one byte, anything else is the UTF-8 of
- * its decoded text. A token that is not valid UTF-8 by itself shows as `bytes:\xe2\x80`, like OpenAI's.
- */
-export class TokenTexts {
-  readonly #cache = new Map<number, { text: string; bytes: number[] }>();
-  readonly #byteLevel: Map<string, number> | null;
-
-  constructor(
-    private readonly idToToken: (id: number) => string | undefined,
-    private readonly decodeOne: (id: number) => string,
-    byteLevel: boolean,
-    private readonly specialIds: ReadonlySet<number> = new Set(),
-  ) {
-    this.#byteLevel = byteLevel ? byteLevelDecoder() : null;
-  }
-
-  get(id: number): { text: string; bytes: number[] } {
-    let hit = this.#cache.get(id);
-    if (!hit) {
-      const bytes = this.#bytes(id);
-      let text: string;
-      try {
-        text = strictDecoder.decode(new Uint8Array(bytes));
-      } catch {
-        text = "bytes:" + bytes.map((b) => "\\x" + b.toString(16).padStart(2, "0")).join("");
-      }
-      hit = { text, bytes };
-      if (this.#cache.size < 200_000) this.#cache.set(id, hit);
-    }
-    return hit;
-  }
-
-  #bytes(id: number): number[] {
-    const token = this.idToToken(id);
-    if (token === undefined) return [...encoder.encode(this.decodeOne(id))];
-    if (this.specialIds.has(id)) return [...encoder.encode(token)];
-    const fallback = /^<0x([0-9A-Fa-f]{2})>$/.exec(token);
-    if (fallback) return [parseInt(fallback[1], 16)];
-    if (this.#byteLevel) {
-      const out: number[] = [];
-      for (const ch of token) {
-        const b = this.#byteLevel.get(ch);
-        if (b === undefined) return [...encoder.encode(this.decodeOne(id))];
-        out.push(b);
-      }
-      return out;
-    }
-    return [...encoder.encode(token.replaceAll("\u2581", " "))];
   }
 }

@@ -3,7 +3,7 @@
 // text before the first one, however the text is chunked; token bytes for logprobs.
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { IncrementalDecoder, StopFilter, TokenTexts } from "./text.ts";
+import { IncrementalDecoder, StopFilter } from "./text.ts";
 
 /** A fake byte-level tokenizer: token i is the single byte i (ids >= 256 are "special", decoded to ""). */
 const lenient = new TextDecoder();
@@ -144,23 +144,4 @@ Deno.test("StopFilter: a stop that completes first wins over a longer one that b
   assert.equal(runFilter(["a", "\nac"], ["\n", "a", "c"]).out.join(""), "\n");
   // Both complete with the same chunk: the one that starts first decides.
   assert.equal(runFilter(["a", "\nac"], ["\n", "ac"]).out.join(""), "");
-});
-
-Deno.test("TokenTexts: byte-level, byte-fallback and special tokens; partial UTF-8 shows as bytes", () => {
-  const vocab = new Map<number, string>([
-    [0, "Ġhello"],
-    [1, "<0xE2>"],
-    [2, "Ã©"],
-    [3, "<|im_end|>"],
-    [4, "æĿ"],
-  ]);
-  const texts = new TokenTexts((id) => vocab.get(id), () => "?", true, new Set([3]));
-  assert.deepEqual(texts.get(0), { text: " hello", bytes: bytesOf(" hello") });
-  assert.deepEqual(texts.get(1), { text: "bytes:\\xe2", bytes: [0xe2] });
-  assert.deepEqual(texts.get(2), { text: "é", bytes: bytesOf("é") });
-  assert.deepEqual(texts.get(3), { text: "<|im_end|>", bytes: bytesOf("<|im_end|>") });
-  assert.deepEqual(texts.get(4).bytes, bytesOf("東").slice(0, 2));
-  const sp = new TokenTexts((id) => (id === 0 ? "\u2581hi" : undefined), () => "x", false);
-  assert.deepEqual(sp.get(0), { text: " hi", bytes: bytesOf(" hi") });
-  assert.deepEqual(sp.get(7), { text: "x", bytes: bytesOf("x") });
 });

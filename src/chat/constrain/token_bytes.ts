@@ -11,24 +11,9 @@ export interface TokenizerJsonLike {
   added_tokens?: { id: number; content: string; special?: boolean }[];
 }
 
-const encoder = new TextEncoder();
+import { UNICODE_TO_BYTE } from "../../engines/byte_level.ts";
 
-/** GPT-2's byte -> printable character table, inverted: character code -> byte. */
-const UNICODE_TO_BYTE: Map<number, number> = (() => {
-  const bs: number[] = [];
-  for (let b = 0x21; b <= 0x7e; b++) bs.push(b);
-  for (let b = 0xa1; b <= 0xac; b++) bs.push(b);
-  for (let b = 0xae; b <= 0xff; b++) bs.push(b);
-  const cs = bs.slice();
-  let n = 0;
-  for (let b = 0; b < 256; b++) {
-    if (!bs.includes(b)) {
-      bs.push(b);
-      cs.push(256 + n++);
-    }
-  }
-  return new Map(cs.map((c, i) => [c, bs[i]]));
-})();
+const encoder = new TextEncoder();
 
 function decoderTypes(d: unknown, out: Set<string> = new Set()): Set<string> {
   if (d && typeof d === "object") {

@@ -11,7 +11,7 @@ import {
   requiredChatFiles,
   resolveChatSource,
 } from "./chat_files.ts";
-import { TokenTexts } from "../../chat/text.ts";
+import { TokenTexts } from "./token_texts.ts";
 import { type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
 
 type Tokenizer = Awaited<ReturnType<TransformersModule["AutoTokenizer"]["from_pretrained"]>>;
