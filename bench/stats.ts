@@ -1,6 +1,7 @@
 // Owns what the benchmarks share: medians (robust to the noisy shared machine), percentiles of sorted samples,
 // where to find a benchmark model, and fixed-length chat jobs.
 import type { ChatJob, ChatMessage } from "../src/engines/types.ts";
+import { chatJob } from "../tests/support/chat_job.ts";
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -26,19 +27,9 @@ export function firstModelDir(root: string, candidates: string[]): string {
   return found ?? `${root}${candidates.at(-1)}`;
 }
 
-/** A speed benchmark's job: exactly `newTokens` tokens (eos ignored), plain sampling. */
+/** A speed benchmark's job: exactly `newTokens` tokens (eos ignored), plain sampling at temperature 1. */
 export function fixedLengthJob(messages: ChatMessage[], newTokens: number): ChatJob {
-  return {
-    messages,
-    tools: { declared: [], offered: undefined, parse: false, maxCalls: 0, forced: null, param: "tools" },
-    responseFormat: null,
-    n: 1,
-    maxTokens: newTokens,
-    minTokens: 0,
-    ignoreEos: true,
-    stop: [],
-    sampling: { temperature: 1, topP: 1, topK: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: {} },
-    seed: 0n,
-    logprobs: null,
-  };
+  const job = chatJob(messages, { maxTokens: newTokens, ignoreEos: true, seed: 0n });
+  job.sampling.temperature = 1;
+  return job;
 }

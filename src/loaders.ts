@@ -4,12 +4,11 @@
 import type { Config } from "./config.ts";
 import type { Loaders } from "./engines/registry.ts";
 import { whisperLoader } from "./engines/whisper/mod.ts";
-import { workerChatLoader, workerEmbeddingLoader } from "./workers/host.ts";
+import { workerLoaders } from "./workers/host.ts";
 
 export function builtinLoaders(config: Config): Loaders {
-  const debug = config.logLevel === "debug";
   return {
-    transformers: { chat: workerChatLoader({ debug }), embedding: workerEmbeddingLoader({ debug }) },
+    transformers: workerLoaders({ debug: config.logLevel === "debug" }),
     "whisper.cpp": {
       transcription: whisperLoader({
         lib: config.whisperLib || undefined,

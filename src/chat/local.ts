@@ -1,12 +1,12 @@
 // Owns a chat engine whose compute runs on the calling thread: the pipeline over a backend loaded here. The
 // server runs chat models in workers (src/workers/host.ts); this one is the in-process baseline of the
 // benchmarks and the engine of tests that drive a backend directly.
-import type { ChatBackend, ChatEngine, ChatEvent, ChatJob } from "../engines/types.ts";
+import type { ChatBackend, ChatEngine, ChatEvent, ChatJob, ModelEntry } from "../engines/types.ts";
 import type { Logger } from "../log.ts";
 import { runChat } from "./pipeline.ts";
 
 export class LocalChatEngine implements ChatEngine {
-  readonly entry;
+  readonly entry: ModelEntry;
   readonly backend: string;
   readonly contextLength: number;
   #running = 0;

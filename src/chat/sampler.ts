@@ -3,21 +3,10 @@
 // log-probabilities of the model's own distribution. Pure and allocation-free per token: scratch buffers are
 // sized once per vocabulary and reused.
 
-/** Sampling knobs of one request, already validated. */
-export interface SamplingParams {
-  /** 0 = greedy (argmax); otherwise logits are divided by it. */
-  temperature: number;
-  /** Nucleus mass in (0, 1]; 1 = off. */
-  topP: number;
-  /** Keep only the k most likely tokens; 0 = off. */
-  topK: number;
-  /** OpenAI: subtracted once from every token already generated. */
-  presencePenalty: number;
-  /** OpenAI: subtracted per occurrence of a token already generated. */
-  frequencyPenalty: number;
-  /** Token id -> value added to its logit (-100 bans, +100 all but forces). */
-  logitBias: ReadonlyMap<number, number>;
-}
+import type { ChatSampling } from "../engines/types.ts";
+
+/** Sampling knobs of one request, already validated (the job's, with the model's defaults filled in). */
+export type SamplingParams = ChatSampling;
 
 /**
  * xoshiro128** seeded through splitmix64: fast, 32-bit state words, and fully determined by (seed, stream),

@@ -138,15 +138,17 @@ export interface ChatJob {
 
 /** How the next token is picked once the defaults are applied; see src/chat/sampler.ts. */
 export interface ChatSampling {
-  /** 0 = greedy. */
+  /** 0 = greedy (argmax); otherwise logits are divided by it. */
   temperature: number;
   /** Nucleus mass in (0, 1]; 1 = off. */
   topP: number;
-  /** 0 = off. */
+  /** Keep only the k most likely tokens; 0 = off. */
   topK: number;
+  /** OpenAI: subtracted once from every token already generated. */
   presencePenalty: number;
+  /** OpenAI: subtracted per occurrence of a token already generated. */
   frequencyPenalty: number;
-  /** Token id -> value added to its logit. */
+  /** Token id -> value added to its logit (-100 bans, +100 all but forces). */
   logitBias: ReadonlyMap<number, number>;
 }
 

@@ -72,10 +72,6 @@ export class ApiError extends Error {
       headers: { "retry-after": String(retryAfterSeconds) },
     });
   }
-
-  static unavailable(message: string, code: string | null = "model_not_ready"): ApiError {
-    return new ApiError({ status: 503, type: "service_unavailable", message, code });
-  }
 }
 
 function defaultType(status: number): ErrorType {

@@ -318,16 +318,17 @@ export interface WorkerLoaderOptions {
   debug?: boolean;
 }
 
-export function workerChatLoader(opts: WorkerLoaderOptions = {}) {
-  return async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerChatEngine> => {
-    const { link, info } = await startWorker("chat", entry, ctx, opts.debug ?? false);
-    return new WorkerChatEngine(entry, link, info as ChatInfo);
-  };
-}
-
-export function workerEmbeddingLoader(opts: WorkerLoaderOptions = {}) {
-  return async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerEmbeddingEngine> => {
-    const { link, info } = await startWorker("embedding", entry, ctx, opts.debug ?? false);
-    return new WorkerEmbeddingEngine(entry, link, info as EmbeddingInfo);
+/** The transformers loaders: each model starts its own worker and is served through its proxy engine. */
+export function workerLoaders(opts: WorkerLoaderOptions = {}) {
+  const debug = opts.debug ?? false;
+  return {
+    chat: async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerChatEngine> => {
+      const { link, info } = await startWorker("chat", entry, ctx, debug);
+      return new WorkerChatEngine(entry, link, info as ChatInfo);
+    },
+    embedding: async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerEmbeddingEngine> => {
+      const { link, info } = await startWorker("embedding", entry, ctx, debug);
+      return new WorkerEmbeddingEngine(entry, link, info as EmbeddingInfo);
+    },
   };
 }

@@ -1,10 +1,11 @@
-// Owns the process-wide choice of onnxruntime for transformers.js. transformers.js binds its ONNX runtime
-// when its module is first evaluated (it reads globalThis[Symbol.for("onnxruntime")]), so the choice is made
-// once, before the first import, for every transformers model in the process:
+// Owns the per-thread choice of onnxruntime for transformers.js. transformers.js binds its ONNX runtime when
+// its module is first evaluated (it reads globalThis[Symbol.for("onnxruntime")]), so the choice is made once
+// per thread, before the first import. The server loads each model in its own worker (src/workers/), so each
+// model gets the runtime of its own device:
 //   - webgpu: Deno's own navigator.gpu with onnxruntime-web (its WebGPU build, wasm files read from the local
 //     npm package, never from a CDN) handed over through that hook;
-//   - cpu: onnxruntime-node (native, multi-threaded). On this runtime a model whose manifest device is
-//     "webgpu" gets onnxruntime-node's own WebGPU provider, which works where it finds a real GPU.
+//   - cpu: onnxruntime-node (native, multi-threaded). A thread that already bound it (tests loading several
+//     models on one thread) gives a later "webgpu" model onnxruntime-node's own WebGPU provider.
 // `auto` takes WebGPU only when Deno finds a hardware adapter: a software adapter (llvmpipe) works but is far
 // slower than the CPU backend, so it is used only when asked for explicitly.
 import type { DevicePref } from "../types.ts";
