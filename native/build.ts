@@ -1,7 +1,9 @@
 // Owns the native build: fetches whisper.cpp 1.9.1 from the pinned npm tarball nodejs-whisper@0.3.1 (verified
-// against its sha512), compiles it with cmake as shared libraries plus `whisper-cli` (for the benchmark), and
-// compiles native/shim.c against it. Everything lands in native/build/ (gitignored):
-//   native/build/lib/libwhisper_shim.so (+ libwhisper.so*, libggml*.so*)   native/build/bin/whisper-cli
+// against its sha512), compiles it with cmake as static libraries plus `whisper-cli` (for the benchmark), and
+// links native/shim.c, libwhisper and ggml into ONE shared library whose ggml symbols are hidden: llama.cpp
+// brings its own, different ggml into the same process, and two exported copies would resolve each other's
+// symbols. Everything lands in native/build/ (gitignored):
+//   native/build/lib/libwhisper_shim.so (whisper_* and wshim_* exported)   native/build/bin/whisper-cli
 // Usage: deno run -A native/build.ts [--if-missing] [--force] [--jobs N] [--portable] [--cmake-arg=-DGGML_CUDA=ON]
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
@@ -111,7 +113,9 @@ async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
     "-B",
     out,
     "-DCMAKE_BUILD_TYPE=Release",
-    "-DBUILD_SHARED_LIBS=ON",
+    "-DBUILD_SHARED_LIBS=OFF",
+    // The static archives go into one shared library, so their code must be position independent.
+    "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
     "-DWHISPER_BUILD_TESTS=OFF",
     // Examples must be configured for whisper-cli to exist; only that target is built below.
     "-DWHISPER_BUILD_EXAMPLES=ON",
@@ -139,30 +143,53 @@ async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
   return join(out, "bin");
 }
 
-/** Copies the shared libraries (keeping SONAME links) and whisper-cli into lib/ and bin/. */
+/** Copies whisper-cli into bin/ and clears shared libraries an older (shared) build left in lib/. */
 async function collect(cmakeBin: string): Promise<void> {
   await Deno.mkdir(LIB_DIR, { recursive: true });
   await Deno.mkdir(BIN_DIR, { recursive: true });
+  for await (const e of Deno.readDir(LIB_DIR)) {
+    if (/^lib(whisper|ggml)/.test(e.name) && !e.name.startsWith("libwhisper_shim")) {
+      await Deno.remove(join(LIB_DIR, e.name));
+    }
+  }
   for await (const e of Deno.readDir(cmakeBin)) {
     const from = join(cmakeBin, e.name);
-    if (/\.(so|dylib|dll)(\.|$)/.test(e.name)) {
-      const to = join(LIB_DIR, e.name);
-      await Deno.remove(to).catch(() => {});
-      if (e.isSymlink) await Deno.symlink(await Deno.readLink(from), to);
-      else await Deno.copyFile(from, to);
-    } else if (e.name.startsWith("whisper-cli")) {
+    if (e.name.startsWith("whisper-cli")) {
       await Deno.copyFile(from, join(BIN_DIR, e.name));
       if (Deno.build.os !== "windows") await Deno.chmod(join(BIN_DIR, e.name), 0o755);
     }
   }
 }
 
-/** The shim is tiny: one compiler call, linked against libwhisper with an $ORIGIN rpath. */
+/** Every static archive the cmake build produced (libwhisper.a, libggml*.a), found by walking its tree. */
+async function archives(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    const path = join(dir, e.name);
+    if (e.isDirectory) found.push(...await archives(path));
+    else if (/^lib(whisper|ggml)[\w-]*\.a$/.test(e.name)) found.push(path);
+  }
+  return found;
+}
+
+/**
+ * Links the shim, all of libwhisper (--whole-archive: the server calls whisper_* directly) and ggml into one
+ * shared library. `--exclude-libs` makes ggml's symbols local to it, so llama.cpp's ggml in the same process
+ * can neither see nor override them. Needs a C++ driver: ggml-cpu uses OpenMP and whisper the C++ runtime.
+ */
 async function buildShim(src: string): Promise<void> {
   const cc = Deno.env.get("CC") ?? "cc";
-  const args = [
+  const cxx = Deno.env.get("CXX") ?? "c++";
+  const all = await archives(join(BUILD_DIR, "cmake"));
+  const whisper = all.filter((a) => /libwhisper\.a$/.test(a));
+  const ggml = all.filter((a) => /libggml/.test(a));
+  if (whisper.length !== 1 || ggml.length === 0) {
+    throw new Error(`static libraries not found: ${all.join(", ")}`);
+  }
+  const obj = join(BUILD_DIR, "shim.o");
+  await run(cc, [
     "-O2",
-    "-shared",
+    "-c",
     "-fPIC",
     "-std=c11",
     "-Wall",
@@ -173,15 +200,30 @@ async function buildShim(src: string): Promise<void> {
     join(src, "ggml", "include"),
     join(NATIVE_DIR, "shim.c"),
     "-o",
-    SHIM_PATH,
-    "-L",
-    LIB_DIR,
-    "-lwhisper",
-    "-lpthread",
-  ];
-  if (Deno.build.os === "linux") args.push("-Wl,-rpath,$ORIGIN");
-  if (Deno.build.os === "darwin") args.push("-Wl,-rpath,@loader_path");
-  await run(cc, args);
+    obj,
+  ]);
+  const ggmlNames = ggml.map((a) => a.slice(a.lastIndexOf("/") + 1)).join(":");
+  const args = ["-shared", "-o", SHIM_PATH, obj];
+  if (Deno.build.os === "linux") {
+    // ggml's archives depend on each other in a cycle; a group resolves it in one pass.
+    args.push(
+      "-Wl,--whole-archive",
+      ...whisper,
+      "-Wl,--no-whole-archive",
+      "-Wl,--start-group",
+      ...ggml,
+      "-Wl,--end-group",
+      `-Wl,--exclude-libs,${ggmlNames}`,
+      // Calls inside the library bind to its own definitions, never to a same-named symbol loaded earlier.
+      "-Wl,-Bsymbolic",
+      "-fopenmp",
+      "-lpthread",
+      "-lm",
+    );
+  } else {
+    args.push(...whisper, ...ggml, "-lpthread");
+  }
+  await run(cxx, args);
 }
 
 async function newer(a: string, b: string): Promise<boolean> {
@@ -190,7 +232,9 @@ async function newer(a: string, b: string): Promise<boolean> {
 }
 
 export async function build(opts: BuildOptions & { force: boolean; ifMissing: boolean }): Promise<void> {
-  const haveAll = await exists(SHIM_PATH) && await exists(CLI_PATH);
+  // A shim from the older shared-library layout sits beside libggml*.so; it must be rebuilt self-contained.
+  const haveAll = await exists(SHIM_PATH) && await exists(CLI_PATH) &&
+    !await exists(join(LIB_DIR, libName("whisper")));
   if (opts.ifMissing && haveAll && !await newer(join(NATIVE_DIR, "shim.c"), SHIM_PATH)) {
     console.log(`whisper.cpp already built: ${SHIM_PATH}`);
     return;
@@ -198,7 +242,9 @@ export async function build(opts: BuildOptions & { force: boolean; ifMissing: bo
   const started = performance.now();
   await Deno.mkdir(BUILD_DIR, { recursive: true });
   const src = await extract(await fetchTarball());
-  const libReady = await exists(join(LIB_DIR, libName("whisper"))) && await exists(CLI_PATH);
+  const libReady =
+    (await archives(join(BUILD_DIR, "cmake")).catch(() => [])).some((a) => a.endsWith("libwhisper.a")) &&
+    await exists(CLI_PATH) && !await exists(join(LIB_DIR, libName("whisper")));
   if (opts.force || !libReady) await collect(await cmakeBuild(src, opts));
   await buildShim(src);
   console.log(`built ${SHIM_PATH} in ${((performance.now() - started) / 1000).toFixed(0)} s`);

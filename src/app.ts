@@ -72,6 +72,7 @@ export function createApp(deps: AppDeps): App {
       : `req_${crypto.randomUUID().replaceAll("-", "")}`;
     const origin = req.headers.get("origin");
     const note: RequestNote = {};
+    const deferred: (() => void)[] = [];
     let routePath = "unmatched";
 
     const signals = [req.signal];
@@ -95,6 +96,7 @@ export function createApp(deps: AppDeps): App {
           signal,
           params,
           note: (f) => Object.assign(note, f),
+          defer: (fn) => deferred.push(fn),
           jsonLimits,
           audioLimits,
           metrics,
@@ -117,6 +119,7 @@ export function createApp(deps: AppDeps): App {
     for (const [k, v] of Object.entries(cors.headers(origin))) headers.set(k, v);
 
     const finish = () => {
+      for (const fn of deferred.splice(0)) fn();
       const rec: RequestRecord = {
         method: req.method,
         path: url.pathname,

@@ -56,7 +56,7 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
   };
   // Checked before the model is loaded: a bad schema is a 400 whatever the model.
   checkJob(job, ctx.log);
-  const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal);
+  const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
   const reply: Reply = {
     id: randomId("chatcmpl-", 29),
     created: Math.floor(Date.now() / 1000),

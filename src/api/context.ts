@@ -20,6 +20,8 @@ export interface ApiContext {
   /** Path parameters of the matched route. */
   params: Record<string, string>;
   note(fields: RequestNote): void;
+  /** Runs `fn` once the request is over: its response fully sent, the client gone, or an error answered. */
+  defer(fn: () => void): void;
   jsonLimits: BodyLimits;
   audioLimits: BodyLimits;
   metrics: Metrics;

@@ -145,7 +145,7 @@ export function toBase64(v: Float32Array): string {
 export async function handleEmbeddings(req: Request, ctx: ApiContext): Promise<Response> {
   const request = parseRequest(CreateEmbeddingRequest, await readJson(req, ctx.jsonLimits));
   const entry = ctx.registry.resolve(request.model, "embedding");
-  const engine = await ctx.registry.engine<EmbeddingEngine>(entry, ctx.signal);
+  const engine = await ctx.registry.engine<EmbeddingEngine>(entry, ctx.signal, ctx.defer);
   const dims = request.dimensions ?? undefined;
   if (dims !== undefined && dims > engine.dimensions) {
     throw ApiError.badRequest(

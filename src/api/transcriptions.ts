@@ -57,7 +57,7 @@ async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<R
   const request = parseAudioForm(await readForm(req, ctx.audioLimits), task);
   const entry = ctx.registry.resolve(request.model, "transcription");
   const vad = vadFor(request, ctx);
-  const engine = await ctx.registry.engine<TranscriptionEngine>(entry, ctx.signal);
+  const engine = await ctx.registry.engine<TranscriptionEngine>(entry, ctx.signal, ctx.defer);
   checkLanguage(request, engine);
   const bytes = new Uint8Array(await request.file.arrayBuffer());
   const audio = await decodeAudio(bytes, { signal: ctx.signal });

@@ -23,6 +23,8 @@ interface Slot {
   error?: string;
   failedAt?: number;
   queue?: BoundedQueue;
+  /** Requests holding the engine between lookup and the end of their use; a held model is never unloaded. */
+  holds: number;
 }
 
 /** Messages of failed downloads (fetch, DNS, refused connections), which deserve a how-to-get-it message. */
@@ -65,7 +67,7 @@ export class Registry {
     readonly options: RegistryOptions,
   ) {
     for (const id of manifest.entries.keys()) {
-      this.#slots.set(id, { state: "available", lastUsed: 0, sizeBytes: 0 });
+      this.#slots.set(id, { state: "available", lastUsed: 0, sizeBytes: 0, holds: 0 });
     }
     if (options.idleUnloadMs) {
       const every = Math.max(1000, Math.min(60_000, options.idleUnloadMs / 4));
@@ -113,9 +115,37 @@ export class Registry {
     return entry;
   }
 
-  /** The engine for an entry, loading it on first use. Waits for a load in progress up to loadWaitMs. */
-  async engine<T extends AnyEngine>(entry: ModelEntry, signal?: AbortSignal): Promise<T> {
+  /**
+   * The engine for an entry, loading it on first use. Waits for a load in progress up to loadWaitMs. With
+   * `hold`, the model is held from this call on (it cannot be unloaded for the memory budget or idleness while
+   * the request decodes audio, tokenizes, or waits for its queue slot) and `hold` receives the release, which
+   * the caller runs when its use ends. Without a hold, only the queue slot and `busy()` keep it loaded.
+   */
+  async engine<T extends AnyEngine>(
+    entry: ModelEntry,
+    signal?: AbortSignal,
+    hold?: (release: () => void) => void,
+  ): Promise<T> {
     const slot = this.#slots.get(entry.id)!;
+    if (!hold) return await this.#engine<T>(entry, slot, signal);
+    // Held before the first await: no unload can slip in between the load finishing and this caller's turn.
+    slot.holds++;
+    let held = true;
+    const release = () => {
+      if (held) slot.holds--;
+      held = false;
+    };
+    try {
+      const engine = await this.#engine<T>(entry, slot, signal);
+      hold(release);
+      return engine;
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+
+  async #engine<T extends AnyEngine>(entry: ModelEntry, slot: Slot, signal?: AbortSignal): Promise<T> {
     slot.lastUsed = Date.now();
     this.#dropIfFailed(entry.id, slot);
     if (slot.state === "ready") return slot.engine as T;
@@ -227,9 +257,9 @@ export class Registry {
     }));
   }
 
-  /** Whether a loaded model may be unloaded now: nothing queued or running, and the engine not busy. */
+  /** Whether a loaded model may be unloaded now: not held, nothing queued or running, the engine not busy. */
   #idle(slot: Slot): boolean {
-    if (slot.state !== "ready" || !slot.engine) return false;
+    if (slot.state !== "ready" || !slot.engine || slot.holds > 0) return false;
     if (slot.queue && (slot.queue.active > 0 || slot.queue.waiting > 0)) return false;
     return !slot.engine.busy?.();
   }

@@ -130,6 +130,25 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
     // An unloaded model loads again on its next use.
     await r.engine(r.resolve("c", "chat"));
     assert.equal(r.state("c"), "ready");
+
+    // A request holding c (looked up, not yet in its queue slot: decoding audio, tokenizing) keeps it loaded
+    // through the budget and the idle sweep, until it releases.
+    let release = () => {};
+    const held = await r.engine(r.resolve("c", "chat"), undefined, (done) => release = done);
+    await r.unloadIdle(Date.now() + 120_000);
+    await r.engine(r.resolve("d", "chat"));
+    assert.equal(r.state("c"), "ready", "held through the budget and the idle sweep");
+    assert.deepEqual(disposed, ["c", "d"]);
+    assert.equal(held, await r.engine(r.resolve("c", "chat")));
+    release();
+    release(); // a second release changes nothing
+    await r.unloadIdle(Date.now() + 120_000);
+    assert.deepEqual(disposed.sort(), ["c", "c", "d", "d"]);
+    // A hold on a load that fails is released with the failure.
+    const failing = registry(() => Promise.reject(new Error("bad file")));
+    let got = false;
+    await assert.rejects(failing.engine(failing.resolve("c", "chat"), undefined, () => got = true));
+    assert.equal(got, false);
   } finally {
     await r.dispose();
     await Deno.remove(dir, { recursive: true });

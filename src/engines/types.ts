@@ -2,6 +2,7 @@
 // JSON or wire schemas; the API modules translate wire requests into them and results back out.
 // Each engine's owner may extend its own section; keep wire names (snake_case) out of here.
 
+import type { HubOptions } from "../hub/client.ts";
 import type { Logger } from "../log.ts";
 
 import type { EngineKind, Task } from "../model_kinds.ts";
@@ -35,6 +36,8 @@ export interface LoadContext {
   threads: number;
   /** Whether missing files may be downloaded from the hub. */
   allowRemote: boolean;
+  /** Hub endpoint and token for those downloads (default: HF_ENDPOINT / HF_TOKEN from the environment). */
+  hub?: HubOptions;
   log: Logger;
 }
 

@@ -4,13 +4,7 @@
 // loop itself (sampling, constraints, text) is the chat pipeline's (src/chat/pipeline.ts).
 import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
 import type { ChatBackend, ChatMessage, ChatTool, LoadContext, ModelEntry, SequenceId } from "../types.ts";
-import {
-  downloadProgress,
-  knownDtype,
-  missingMessage,
-  requiredChatFiles,
-  resolveChatSource,
-} from "./chat_files.ts";
+import { ensureChatFiles, knownDtype, missingMessage, requiredChatFiles } from "./chat_files.ts";
 import { TokenTexts } from "./token_texts.ts";
 import { type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
 
@@ -407,18 +401,13 @@ export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Prom
     ? entry.options.model_file_name
     : "model";
   const files = requiredChatFiles(dtype, modelFileName);
-  const source = resolveChatSource(entry, ctx, files);
+  await ensureChatFiles(entry, ctx, files);
   const rt = await transformersRuntime(entry.device, ctx.log);
   const { tf } = rt;
-  const progress = source.cacheDir !== undefined ? downloadProgress(entry.id, ctx.log) : undefined;
-  const opts = {
-    local_files_only: source.cacheDir === undefined,
-    ...(source.cacheDir !== undefined ? { cache_dir: source.cacheDir } : {}),
-    ...(progress ? { progress_callback: progress.callback as never } : {}),
-  };
+  const opts = { local_files_only: true };
   ctx.log.info("loading chat model", {
     model: entry.id,
-    from: source.cacheDir !== undefined ? `https://huggingface.co/${source.id}` : source.dir,
+    from: entry.path,
     dtype,
     device: entry.device,
     adapter: rt.adapter,
@@ -426,8 +415,8 @@ export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Prom
   let tokenizer: Tokenizer;
   let model: Model;
   try {
-    tokenizer = await tf.AutoTokenizer.from_pretrained(source.id, opts);
-    model = await tf.AutoModelForCausalLM.from_pretrained(source.id, {
+    tokenizer = await tf.AutoTokenizer.from_pretrained(entry.path, opts);
+    model = await tf.AutoModelForCausalLM.from_pretrained(entry.path, {
       ...opts,
       dtype: dtype as never,
       ...(modelFileName !== "model" ? { model_file_name: modelFileName } : {}),
@@ -440,8 +429,6 @@ export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Prom
       );
     }
     throw e;
-  } finally {
-    progress?.stop();
   }
   const engine = new TransformersChat(entry, { tf, rt, tokenizer, model, dtype });
   try {

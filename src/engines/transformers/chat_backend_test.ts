@@ -8,8 +8,7 @@ import { memoryLogger } from "../../log.ts";
 import { ModelFilesMissing } from "../../errors.ts";
 import type { ChatJob, LoadContext, ModelEntry } from "../types.ts";
 import { loadChatBackend, type TransformersChat } from "./chat_backend.ts";
-import { downloadProgress, requiredChatFiles } from "./chat_files.ts";
-import { transformersRuntime } from "./runtime.ts";
+import { requiredChatFiles } from "./chat_files.ts";
 import { runChat } from "../../chat/pipeline.ts";
 import { startFakeHub } from "../../../tests/fake_hub.ts";
 import { chatJob, collect, texts } from "../../../tests/support/chat_job.ts";
@@ -168,13 +167,14 @@ Deno.test("chat backend: missing files and offline hub models say what is missin
 Deno.test("chat backend: a hub entry downloads into <models>/hub/<repo> and then loads offline", async () => {
   const hub = await startFakeHub({ "acme/chat-tiny": { dir: TINY } });
   const models = await Deno.makeTempDir({ prefix: "chat-hub-" });
-  const { tf } = await transformersRuntime("cpu", memoryLogger());
-  const host = tf.env.remoteHost;
-  tf.env.remoteHost = `${hub.url}/`;
   try {
     const dir = join(models, "hub", "acme", "chat-tiny");
     const hubEntry = entry(dir, { repo: "acme/chat-tiny" });
-    const downloaded = await loadChatBackend(hubEntry, ctx(true, models));
+    const downloaded = await loadChatBackend(hubEntry, { ...ctx(true, models), hub: { endpoint: hub.url } });
+    // The hub's one download path: a listing, then verified downloads of exactly the needed files.
+    assert.ok(hub.requests.some((r) => r.path.startsWith("/api/models/acme/chat-tiny/revision/")));
+    assert.ok(!Deno.statSync(join(dir, "onnx")).isFile);
+    assert.deepEqual([...Deno.readDirSync(join(dir, "onnx"))].map((e) => e.name), ["model.onnx"]);
     for (const f of requiredChatFiles("fp32")) {
       assert.ok(Deno.statSync(join(dir, f)).isFile, `${f} downloaded`);
     }
@@ -183,22 +183,7 @@ Deno.test("chat backend: a hub entry downloads into <models>/hub/<repo> and then
     const offline = await loadChatBackend(hubEntry, ctx(false, models));
     await offline.dispose();
   } finally {
-    tf.env.remoteHost = host;
     await hub.close();
     await Deno.remove(models, { recursive: true });
   }
-});
-
-Deno.test("download progress: off a terminal, one log line per file completed (the hub's display)", () => {
-  const log = memoryLogger();
-  const p = downloadProgress("m", log, false);
-  p.callback({ status: "initiate", file: "config.json" });
-  p.callback({ status: "progress", file: "onnx/model.onnx", loaded: 10, total: 2_000_000 });
-  p.callback({ status: "progress", file: "onnx/model.onnx", loaded: 2_000_000, total: 2_000_000 });
-  p.callback({ status: "done", file: "onnx/model.onnx" });
-  p.stop();
-  const lines = log.lines.map((l) => JSON.parse(l));
-  assert.equal(lines.length, 1);
-  assert.match(lines[0].msg, /^m onnx\/model\.onnx {2}2\.00 MB {2}downloaded in /);
-  assert.equal(lines[0].model, "m");
 });

@@ -1,13 +1,12 @@
 // Owns where a chat model's files come from: a local folder (manifest `path`) or a Hugging Face repo whose
 // files live in the models folder (manifest `repo`, under models/hub/<owner>/<name>). Checks what is missing
-// before loading, refuses to download when remote loading is off (ModelFilesMissing says what is missing and
-// how to get it), and shows downloads as terminal progress bars.
+// before loading, downloads it through the hub's one download path, or refuses when remote loading is off
+// (ModelFilesMissing says what is missing and how to get it).
 import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { ModelFilesMissing } from "../../errors.ts";
-import { type FileProgress, terminalProgress } from "../../hub/progress.ts";
+import { fetchRepoFiles } from "../../hub/fetch_files.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
-import type { Logger } from "../../log.ts";
 import { DTYPE_SUFFIX, knownDtype } from "../../hub/dtypes.ts";
 
 export { knownDtype };
@@ -22,29 +21,33 @@ export function requiredChatFiles(dtype: string, modelFileName = "model"): strin
   ];
 }
 
-export interface ChatSource {
-  /** What to hand to from_pretrained: the local folder, or the repo id when downloading. */
-  id: string;
-  /** The folder the files are (or will be) in. */
-  dir: string;
-  /** Set when files will be downloaded: the cache root that maps repo files into `dir`. */
-  cacheDir?: string;
-}
-
 /**
- * Decides how to load an entry. Local folders must be complete. Hub entries load from their folder when
- * complete; otherwise they are downloaded into it when remote loading is allowed, else ModelFilesMissing.
+ * Makes sure an entry's files are in its folder. Local folders must be complete. A hub entry with files
+ * missing downloads them through the hub's one download path when remote loading is allowed (with the
+ * generation defaults and external-data files the repo has), else ModelFilesMissing says what is missing.
  */
-export function resolveChatSource(entry: ModelEntry, ctx: LoadContext, files: string[]): ChatSource {
-  const missing = files.filter((f) => !existsSync(join(entry.path, f)));
-  if (missing.length === 0) return { id: entry.path, dir: entry.path };
-  if (entry.repo && ctx.allowRemote) {
-    // entry.path is <modelsDir>/hub/<owner>/<name>: transformers.js's file cache keyed "<owner>/<name>/<file>"
-    // under <modelsDir>/hub writes exactly there.
-    const cacheDir = dirname(dirname(entry.path));
-    return { id: entry.repo, dir: entry.path, cacheDir };
+export async function ensureChatFiles(entry: ModelEntry, ctx: LoadContext, files: string[]): Promise<void> {
+  const missing = () => files.filter((f) => !existsSync(join(entry.path, f)));
+  if (missing().length === 0) return;
+  if (!entry.repo || !ctx.allowRemote) {
+    throw new ModelFilesMissing(missingMessage(entry, missing(), ctx.allowRemote));
   }
-  throw new ModelFilesMissing(missingMessage(entry, missing, ctx.allowRemote));
+  const onnx = files.filter((f) => f.endsWith(".onnx"));
+  ctx.log.info("downloading model files", { model: entry.id, repo: entry.repo });
+  try {
+    await fetchRepoFiles({
+      repo: entry.repo,
+      dir: entry.path,
+      required: files,
+      optional: (f) =>
+        ["generation_config.json", "special_tokens_map.json"].includes(f.path) ||
+        onnx.some((o) => f.path.startsWith(`${o}_data`)),
+      hub: ctx.hub,
+      log: (line) => ctx.log.info(line, { model: entry.id }),
+    });
+  } catch (e) {
+    throw new ModelFilesMissing(`${missingMessage(entry, missing(), true)} (${(e as Error).message})`);
+  }
 }
 
 export function missingMessage(entry: ModelEntry, missing: string[], allowRemote: boolean): string {
@@ -59,43 +62,4 @@ export function missingMessage(entry: ModelEntry, missing: string[], allowRemote
   }
   return `${what}. Put a Hugging Face-layout model there (config.json, tokenizer files, onnx/model*.onnx)` +
     (entry.path.includes("generated") ? " or run `deno task models:test` to generate the test models." : ".");
-}
-
-export interface ProgressInfo {
-  status: string;
-  file?: string;
-  loaded?: number;
-  total?: number;
-}
-
-/**
- * A progress_callback for transformers.js. On a terminal: one cli-progress bar per downloaded file on stderr.
- * Elsewhere (containers, log collectors) bars would be noise: one log line when a file starts and one when it
- * is complete. (cli-progress itself can't be left to decide: off a terminal it still prints half-formatted
- * bars when stopped.)
- */
-export function downloadProgress(
-  model: string,
-  log: Logger,
-  terminal = Deno.stderr.isTerminal(),
-): { callback: (p: ProgressInfo) => void; stop(): void } {
-  // The same display as every other download (hub/progress.ts): bars on a terminal, one line per file else.
-  const sink = terminalProgress(terminal, (line) => log.info(line, { model }));
-  const files = new Map<string, FileProgress>();
-  return {
-    callback(p) {
-      if (p.status !== "progress" || !p.file || !p.total) return;
-      let file = files.get(p.file);
-      if (!file) files.set(p.file, file = sink.begin(`${model} ${p.file}`, p.total));
-      file.update(p.loaded ?? 0);
-      if ((p.loaded ?? 0) >= p.total) {
-        file.finish("downloaded");
-        files.delete(p.file);
-      }
-    },
-    stop() {
-      for (const file of files.values()) file.fail();
-      files.clear();
-    },
-  };
 }

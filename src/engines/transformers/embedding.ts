@@ -1,16 +1,15 @@
 // Owns the transformers.js embedding backend: loading a feature-extraction model (tokenizer + ONNX graph) from
-// a manifest entry on the runtime of this thread (a model's worker, src/workers/), and running one padded batch of token ids through it with the
-// model's own pooling and normalization. Batching across requests is the API layer's business (batcher.ts).
+// a manifest entry on the runtime of this thread (a model's worker, src/workers/), and running one padded
+// batch of token ids through it with the model's own pooling and normalization. Batching across requests is the API layer's business (batcher.ts).
 import type { Engine, LoadContext, ModelEntry } from "../types.ts";
 import { ModelFilesMissing } from "../../errors.ts";
 import { type TransformersModule, transformersRuntime } from "./runtime.ts";
 import {
-  fetchPoolingFiles,
+  ensureEmbeddingFiles,
   maxTokensOf,
   missingMessage,
   readPooling,
   requiredFiles,
-  resolveSource,
 } from "./embedding_files.ts";
 import { pool, type PoolingSpec } from "./embedding_pooling.ts";
 
@@ -115,26 +114,21 @@ export class TransformersEmbedding implements Engine {
 
 /** Loads the transformers.js embedding backend of an entry on this thread. */
 export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promise<TransformersEmbedding> {
-  const source = resolveSource(entry, ctx.allowRemote);
+  const dir = await ensureEmbeddingFiles(entry, ctx.allowRemote, {
+    hub: ctx.hub,
+    log: (line) => ctx.log.info(line, { model: entry.id }),
+  });
   const rt = await transformersRuntime(entry.device, ctx.log);
   const { tf } = rt;
-  const opts = { local_files_only: source.cacheDir === undefined, cache_dir: source.cacheDir };
+  const opts = { local_files_only: true };
   const dtype = entry.dtype ?? "fp32";
-  if (source.cacheDir !== undefined) {
-    await fetchPoolingFiles(tf.env.remoteHost, entry.repo!, source.dir).catch((e) =>
-      ctx.log.warn("could not fetch sentence-transformers pooling files", {
-        model: entry.id,
-        error: String(e),
-      })
-    );
-  }
   // Read before the (slow) graph load so an unsupported pipeline fails fast.
-  const pooling = readPooling(source.dir, entry.options.pooling);
+  const pooling = readPooling(dir, entry.options.pooling);
   let tokenizer: Tokenizer;
   let model: Model;
   try {
-    tokenizer = await tf.AutoTokenizer.from_pretrained(source.id, opts);
-    model = await tf.AutoModel.from_pretrained(source.id, {
+    tokenizer = await tf.AutoTokenizer.from_pretrained(dir, opts);
+    model = await tf.AutoModel.from_pretrained(dir, {
       ...opts,
       dtype: dtype as never,
       device: rt.device,
@@ -143,9 +137,7 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
   } catch (e) {
     if ((e as Error).name === "ModelFileNotFoundError" || e instanceof Deno.errors.NotFound) {
       throw new ModelFilesMissing(
-        `${missingMessage(entry, source.dir, requiredFiles(dtype), ctx.allowRemote)} (${
-          (e as Error).message
-        })`,
+        `${missingMessage(entry, dir, requiredFiles(dtype), ctx.allowRemote)} (${(e as Error).message})`,
       );
     }
     throw e;

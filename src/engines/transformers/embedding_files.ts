@@ -1,9 +1,11 @@
-// Owns where an embedding model's files are and what the folder says about the model: which folder (or hub
-// repo, when downloading is allowed) to load from, which files are missing (for a ModelFilesMissing message that
+// Owns where an embedding model's files are and what the folder says about the model: which folder to load
+// from (downloading missing files of a hub repo first, when allowed), which files are missing (for a ModelFilesMissing message that
 // says how to get them), the sentence-transformers pooling definition and the maximum input length.
 import { join, sep } from "node:path";
 import type { ModelEntry } from "../types.ts";
 import { ModelFilesMissing } from "../../errors.ts";
+import type { HubOptions } from "../../hub/client.ts";
+import { fetchRepoFiles } from "../../hub/fetch_files.ts";
 import { DTYPE_SUFFIX } from "../../hub/dtypes.ts";
 import { DEFAULT_POOLING, poolingFromModules, type PoolingSpec, type StModule } from "./embedding_pooling.ts";
 
@@ -17,15 +19,6 @@ export function requiredFiles(dtype: string | undefined): string[] {
 /** Small sentence-transformers files that define pooling; optional. */
 export const POOLING_FILES = ["modules.json", "1_Pooling/config.json"];
 
-export interface ModelSource {
-  /** What to hand to from_pretrained: the local folder, or the repo id while downloading. */
-  id: string;
-  /** The folder that holds (or will hold) the files. */
-  dir: string;
-  /** Download cache root such that `<cacheDir>/<repo>` is `dir`; set only when downloading. */
-  cacheDir?: string;
-}
-
 export function exists(path: string): boolean {
   try {
     Deno.statSync(path);
@@ -35,26 +28,46 @@ export function exists(path: string): boolean {
   }
 }
 
-/** The local folder of an entry's files: `entry.path`, or `<entry.path>/<repo>` for a download root. */
-export function localDir(entry: ModelEntry): { dir: string; cacheDir?: string } {
-  if (!entry.repo) return { dir: entry.path };
+/** The local folder of an entry's files: `entry.path`, or `<entry.path>/<repo>` for a hub entry given a root. */
+export function localDir(entry: ModelEntry): string {
+  if (!entry.repo) return entry.path;
   const suffix = sep + entry.repo.split("/").join(sep);
-  if (entry.path.endsWith(suffix)) return { dir: entry.path, cacheDir: entry.path.slice(0, -suffix.length) };
+  if (entry.path.endsWith(suffix)) return entry.path;
   // A hub entry with its own path: files sit right there, or under it in the repo's own folder.
-  if (exists(join(entry.path, "config.json"))) return { dir: entry.path };
-  return { dir: join(entry.path, ...entry.repo.split("/")), cacheDir: entry.path };
+  if (exists(join(entry.path, "config.json"))) return entry.path;
+  return join(entry.path, ...entry.repo.split("/"));
 }
 
 /**
- * Where to load from. Local files win; a hub entry with missing files downloads only when `allowRemote`;
- * otherwise ModelFilesMissing names the missing files and how to get them.
+ * Makes sure the entry's files are local and returns their folder. A hub entry with files missing downloads
+ * them (plus the sentence-transformers pooling files the repo has) through the hub's one download path, only
+ * when `allowRemote`; otherwise ModelFilesMissing names the missing files and how to get them.
  */
-export function resolveSource(entry: ModelEntry, allowRemote: boolean): ModelSource {
-  const { dir, cacheDir } = localDir(entry);
-  const missing = requiredFiles(entry.dtype).filter((f) => !exists(join(dir, f)));
-  if (missing.length === 0) return { id: dir, dir };
-  if (entry.repo && allowRemote && cacheDir !== undefined) return { id: entry.repo, dir, cacheDir };
-  throw new ModelFilesMissing(missingMessage(entry, dir, missing, allowRemote));
+export async function ensureEmbeddingFiles(
+  entry: ModelEntry,
+  allowRemote: boolean,
+  opts: { hub?: HubOptions; log?: (line: string) => void } = {},
+): Promise<string> {
+  const dir = localDir(entry);
+  const required = requiredFiles(entry.dtype);
+  const missing = () => required.filter((f) => !exists(join(dir, f)));
+  if (missing().length === 0) return dir;
+  if (!entry.repo || !allowRemote) {
+    throw new ModelFilesMissing(missingMessage(entry, dir, missing(), allowRemote));
+  }
+  try {
+    await fetchRepoFiles({
+      repo: entry.repo,
+      dir,
+      required,
+      optional: (f) => POOLING_FILES.includes(f.path) || /^\d+_Pooling\/config\.json$/.test(f.path),
+      hub: opts.hub,
+      log: opts.log,
+    });
+  } catch (e) {
+    throw new ModelFilesMissing(`${missingMessage(entry, dir, missing(), true)} (${(e as Error).message})`);
+  }
+  return dir;
 }
 
 export function missingMessage(
@@ -118,37 +131,4 @@ export function maxTokensOf(tokenizerMax: number | undefined, positions: number 
     typeof n === "number" && Number.isFinite(n) && n > 0 && n < 1e9
   );
   return limits.length ? Math.min(...limits) : 512;
-}
-
-/**
- * Downloads the small sentence-transformers files (modules.json and the Pooling config) of a hub repo into
- * `dir`, best effort: transformers.js fetches only what it needs to run the graph, and these say how to pool.
- */
-export async function fetchPoolingFiles(
-  remoteHost: string,
-  repo: string,
-  dir: string,
-  fetcher: typeof fetch = fetch,
-): Promise<void> {
-  const base = `${remoteHost.replace(/\/+$/, "")}/${repo}/resolve/main/`;
-  const get = async (file: string): Promise<string | undefined> => {
-    if (exists(join(dir, file))) return Deno.readTextFileSync(join(dir, file));
-    const res = await fetcher(base + file);
-    if (!res.ok) {
-      await res.body?.cancel();
-      return undefined;
-    }
-    const text = await res.text();
-    JSON.parse(text); // never store an HTML error page as config
-    await Deno.mkdir(join(dir, file, ".."), { recursive: true });
-    await Deno.writeTextFile(join(dir, file), text);
-    return text;
-  };
-  const modules = await get("modules.json");
-  if (!modules) return;
-  for (const m of JSON.parse(modules) as StModule[]) {
-    if ((m.type ?? "").endsWith("Pooling") && m.path && !m.path.includes("..")) {
-      await get(`${m.path}/config.json`);
-    }
-  }
 }

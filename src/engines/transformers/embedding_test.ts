@@ -5,7 +5,7 @@ import { memoryLogger } from "../../log.ts";
 import { ModelFilesMissing } from "../../errors.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadEmbedding } from "./embedding.ts";
-import { localDir, maxTokensOf, readPooling, resolveSource } from "./embedding_files.ts";
+import { ensureEmbeddingFiles, localDir, maxTokensOf, readPooling } from "./embedding_files.ts";
 import { transformersRuntime } from "./runtime.ts";
 import { startFakeHub } from "../../../tests/fake_hub.ts";
 
@@ -164,14 +164,17 @@ Deno.test("embedding engine: missing files give ModelFilesMissing saying what an
 Deno.test("embedding engine: a hub entry downloads into <models>/hub/<repo>, pooling files included", async () => {
   const hub = await startFakeHub({ "acme/embed-tiny": { dir: TINY } });
   const models = await Deno.makeTempDir({ prefix: "embed-hub-" });
-  const { tf } = await transformersRuntime("cpu", memoryLogger());
-  const host = tf.env.remoteHost;
-  tf.env.remoteHost = `${hub.url}/`;
   try {
     const dir = join(models, "hub", "acme", "embed-tiny");
     const hubEntry = entry(dir, { repo: "acme/embed-tiny" });
     await assert.rejects(loadEmbedding(hubEntry, ctx(false)), ModelFilesMissing);
-    const engine = await loadEmbedding(hubEntry, { ...ctx(true), modelsDir: models });
+    const engine = await loadEmbedding(hubEntry, {
+      ...ctx(true),
+      modelsDir: models,
+      hub: { endpoint: hub.url },
+    });
+    // The hub's one download path: a listing, then verified file downloads (no per-file probing).
+    assert.ok(hub.requests.some((r) => r.path.startsWith("/api/models/acme/embed-tiny/revision/")));
     try {
       for (
         const f of [
@@ -196,23 +199,17 @@ Deno.test("embedding engine: a hub entry downloads into <models>/hub/<repo>, poo
     // Now complete on disk: loads offline.
     await (await loadEmbedding(hubEntry, ctx(false))).dispose();
   } finally {
-    tf.env.remoteHost = host;
     await hub.close();
     await Deno.remove(models, { recursive: true });
   }
 });
 
-Deno.test("embedding files: hub layout, download source and length limits", () => {
+Deno.test("embedding files: hub layout, local folder and length limits", async () => {
   const hub = entry("/m/hub/Xenova/all-MiniLM-L6-v2", { repo: "Xenova/all-MiniLM-L6-v2" });
-  assert.deepEqual(localDir(hub), { dir: "/m/hub/Xenova/all-MiniLM-L6-v2", cacheDir: "/m/hub" });
-  assert.deepEqual(resolveSource(hub, true), {
-    id: "Xenova/all-MiniLM-L6-v2",
-    dir: "/m/hub/Xenova/all-MiniLM-L6-v2",
-    cacheDir: "/m/hub",
-  });
+  assert.equal(localDir(hub), "/m/hub/Xenova/all-MiniLM-L6-v2");
   const own = entry("/m/mine", { repo: "a/b" });
-  assert.deepEqual(localDir(own), { dir: "/m/mine/a/b", cacheDir: "/m/mine" });
-  assert.deepEqual(resolveSource(entry(TINY), false), { id: TINY, dir: TINY });
+  assert.equal(localDir(own), "/m/mine/a/b");
+  assert.equal(await ensureEmbeddingFiles(entry(TINY), false), TINY);
   assert.equal(maxTokensOf(512, 514), 512);
   assert.equal(maxTokensOf(1e30, 128), 128);
   assert.equal(maxTokensOf(undefined, 256), 256);

@@ -1,5 +1,5 @@
-// Owns the native boundary: finding the whisper.cpp libraries built by native/build.ts, the project's only
-// Deno.dlopen, the symbol table, and the helpers for C strings. whisper_full and VAD run as nonblocking calls
+// Owns the native boundary to whisper.cpp: finding the one library built by native/build.ts (shim, whisper and
+// a hidden, static ggml), its Deno.dlopen, the symbol table, and the helpers for C strings. whisper_full and VAD run as nonblocking calls
 // (on a thread of Deno's pool) so the event loop keeps serving while they work. Loaded once per process.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -97,17 +97,16 @@ async function isFile(p: string): Promise<boolean> {
 
 /**
  * Resolves the shim from a folder or a file path (the --whisper-lib flag); without one, from this checkout's
- * native/build/lib. Returns the shim's path and libwhisper's beside it.
+ * native/build/lib. whisper_* and wshim_* both live in it.
  */
-export async function findLibrary(configured?: string): Promise<{ shim: string; whisper: string }> {
+export async function findLibrary(configured?: string): Promise<{ shim: string }> {
   // Not configured: this checkout's build output, then lib/ beside a compiled server binary.
   const candidates = configured ? [configured] : [defaultLibDir(), join(dirname(Deno.execPath()), "lib")];
   let shim: string | undefined;
   for (const where of candidates) {
     if (!where) continue;
     shim = /\.(so|dylib|dll)$/.test(where) ? where : join(where, libFile("whisper_shim"));
-    const whisper = join(dirname(shim), libFile("whisper"));
-    if (await isFile(shim) && await isFile(whisper)) return { shim, whisper };
+    if (await isFile(shim)) return { shim };
   }
   throw new WhisperLibraryMissing(
     `the whisper.cpp library is not built (looked for ${shim ?? libFile("whisper_shim")}). Build it with ` +
@@ -129,9 +128,8 @@ export async function openWhisper(configured?: string): Promise<WhisperLib> {
     }
     return loaded.lib;
   }
-  // libwhisper first: the shim depends on it and finds it through its $ORIGIN rpath, but opening it by path
-  // makes that independent of the rpath and gives its symbols a handle of their own (Windows needs that).
-  const whisper = Deno.dlopen(paths.whisper, WHISPER).symbols;
+  // One file, two symbol tables: whisper.cpp's own API and the shim's.
+  const whisper = Deno.dlopen(paths.shim, WHISPER).symbols;
   const shim = Deno.dlopen(paths.shim, SHIM).symbols;
   if (shim.wshim_options_size() !== OPTIONS_SIZE) {
     throw new Error(`${paths.shim} does not match this server (options layout); rebuild with native:build`);
