@@ -26,6 +26,8 @@ export interface Config {
   offline: boolean;
   preload: boolean;
   whisperLib: string;
+  llamaLib: string;
+  parallel: number;
   vadModel: string;
   vad: boolean;
   transcriptionConcurrency: number;
@@ -239,6 +241,26 @@ export const OPTIONS: Option[] = [
     help: "Load every manifest model at start (else on first use).",
   },
   {
+    key: "parallel",
+    flag: "parallel",
+    env: "OAI_PARALLEL",
+    kind: "int",
+    default: "4",
+    min: 1,
+    help:
+      "Sequences a llama.cpp chat model decodes together (one llama_decode per token over all of them); " +
+      "further requests wait in the model's queue.",
+  },
+  {
+    key: "llamaLib",
+    flag: "llama-lib",
+    env: "OAI_LLAMA_LIB",
+    kind: "string",
+    default: "",
+    help: "Folder (or file) of libllama_shim (default: native/build/llama/lib, set up by " +
+      "`deno task native:llama`).",
+  },
+  {
     key: "whisperLib",
     flag: "whisper-lib",
     env: "OAI_WHISPER_LIB",
@@ -403,6 +425,7 @@ export function parseConfig(
   c.modelsDir = abs(c.modelsDir);
   c.manifest = c.manifest ? abs(c.manifest) : resolve(c.modelsDir, "manifest.json");
   if (c.whisperLib) c.whisperLib = abs(c.whisperLib);
+  if (c.llamaLib) c.llamaLib = abs(c.llamaLib);
   if (c.vadModel) c.vadModel = abs(c.vadModel);
   if (c.vad && !c.vadModel) {
     throw new ConfigError("--vad: needs --vad-model (a Silero VAD model in ggml format)");

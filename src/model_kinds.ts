@@ -4,4 +4,4 @@
 export type Task = "chat" | "embedding" | "transcription";
 
 /** The backend that runs a model; loaders are keyed by it (and the task). */
-export type EngineKind = "transformers" | "whisper.cpp";
+export type EngineKind = "transformers" | "llama.cpp" | "whisper.cpp";

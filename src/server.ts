@@ -28,7 +28,14 @@ export async function startServer(config: Config, deps: ServerDeps): Promise<Run
   const registry = new Registry(
     manifest,
     deps.loaders,
-    { modelsDir: config.modelsDir, threads: config.threads, allowRemote: !config.offline, log },
+    {
+      modelsDir: config.modelsDir,
+      threads: config.threads,
+      allowRemote: !config.offline,
+      log,
+      parallel: config.parallel,
+      llamaLib: config.llamaLib || undefined,
+    },
     {
       loadWaitMs: config.loadWaitMs,
       queueSize: config.queueSize,

@@ -26,9 +26,6 @@ import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
 import { randomId } from "../ids.ts";
 
-/** Requests for one model run one at a time, in arrival order. */
-const CONCURRENCY = 1;
-
 export async function handleChatCompletions(req: Request, ctx: ApiContext): Promise<Response> {
   const started = performance.now();
   const body = parseRequest(ChatCompletionRequest, await readJson(req, ctx.jsonLimits));
@@ -192,7 +189,8 @@ function usage(reply: Reply, completionTokens: number) {
  * event they pull is after the prompt was accepted: errors before it keep their real status.
  */
 async function* admitted(run: Run): AsyncGenerator<ChoiceEvent> {
-  const queue = run.ctx.registry.queue(run.entry, CONCURRENCY);
+  // As many run at once as the engine decodes together (llama.cpp: --parallel); the rest wait in order.
+  const queue = run.ctx.registry.queue(run.entry, run.engine.parallel ?? 1);
   const permit = await queue.acquire(run.ctx.signal);
   const admittedAt = performance.now();
   const { ctx } = run;

@@ -33,7 +33,13 @@ const HORIZON = 256;
 const UTF8_DUE = 3;
 
 /** The vocabulary index of an engine's tokenizer, built on first use and kept while the tokenizer lives. */
-export function vocabIndexOf(engine: Pick<ChatBackend, "tokenizerJson" | "eosIds">): VocabIndex {
+export function vocabIndexOf(
+  engine: Pick<ChatBackend, "tokenizerJson" | "eosIds" | "tokenBytes">,
+): VocabIndex {
+  if (engine.tokenBytes) {
+    const bytes = engine.tokenBytes.bind(engine);
+    return VocabIndex.cached(engine, () => ({ tokens: bytes(), eos: [...engine.eosIds] }));
+  }
   const json = engine.tokenizerJson;
   if (json === null || typeof json !== "object") {
     throw new Error("the model's tokenizer has no tokenizer.json: constrained decoding is not available");

@@ -18,3 +18,17 @@ export const UNICODE_TO_BYTE: ReadonlyMap<number, number> = (() => {
   }
   return new Map(cs.map((c, i) => [c, bs[i]]));
 })();
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A token's display text for logprobs: its UTF-8, or `bytes:\xe2\x80` when the bytes are not valid UTF-8 on
+ * their own (part of a character), as OpenAI shows them.
+ */
+export function tokenDisplayText(bytes: readonly number[]): string {
+  try {
+    return strictUtf8.decode(new Uint8Array(bytes));
+  } catch {
+    return "bytes:" + bytes.map((b) => "\\x" + b.toString(16).padStart(2, "0")).join("");
+  }
+}

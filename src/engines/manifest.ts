@@ -10,7 +10,7 @@ const REPO_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const ModelSpec = z.object({
   task: z.enum(["chat", "embedding", "transcription"]),
   /** Which backend runs it; by default the one that reads the model's files (see `defaultEngine`). */
-  engine: z.enum(["transformers", "whisper.cpp"]).optional(),
+  engine: z.enum(["transformers", "llama.cpp", "whisper.cpp"]).optional(),
   repo: z.string().regex(REPO_ID, "must look like owner/name").refine((s) => !s.includes(".."), "no ..")
     .optional(),
   path: z.string().min(1).optional(),
@@ -58,10 +58,12 @@ export function insideDir(root: string, p: string): string {
 
 /**
  * The backend for a model whose manifest entry names none: whisper.cpp reads the ggml files of speech models,
- * transformers.js (onnxruntime) the ONNX folders of chat and embedding models.
+ * llama.cpp GGUF files (a `path` or `options.file` ending in .gguf), transformers.js (onnxruntime) the ONNX
+ * folders of chat and embedding models.
  */
-export function defaultEngine(task: Task): EngineKind {
-  return task === "transcription" ? "whisper.cpp" : "transformers";
+export function defaultEngine(task: Task, file?: string): EngineKind {
+  if (task === "transcription") return "whisper.cpp";
+  return file?.toLowerCase().endsWith(".gguf") ? "llama.cpp" : "transformers";
 }
 
 export function parseManifest(json: unknown, modelsDir: string, device: DevicePref): Manifest {
@@ -74,8 +76,9 @@ export function parseManifest(json: unknown, modelsDir: string, device: DevicePr
   const entries = new Map<string, ModelEntry>();
   for (const [id, spec] of Object.entries(m.models)) {
     const path = spec.path ? insideDir(modelsDir, spec.path) : hubPath(modelsDir, spec.repo!);
-    const engine = spec.engine ?? defaultEngine(spec.task);
-    if (spec.task === "transcription" ? engine !== "whisper.cpp" : engine !== "transformers") {
+    const file = typeof spec.options?.file === "string" ? spec.options.file : spec.path;
+    const engine = spec.engine ?? defaultEngine(spec.task, file);
+    if (spec.task === "transcription" ? engine !== "whisper.cpp" : engine === "whisper.cpp") {
       throw new ManifestError(`manifest: models.${id}.engine: ${engine} does not serve ${spec.task} models`);
     }
     entries.set(id, {

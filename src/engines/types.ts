@@ -38,6 +38,10 @@ export interface LoadContext {
   allowRemote: boolean;
   /** Hub endpoint and token for those downloads (default: HF_ENDPOINT / HF_TOKEN from the environment). */
   hub?: HubOptions;
+  /** Sequences a chat backend that batches them decodes together (llama.cpp). */
+  parallel?: number;
+  /** Where libllama_shim is (default: this checkout's native/build/llama/lib). */
+  llamaLib?: string;
   log: Logger;
 }
 
@@ -216,6 +220,8 @@ export type ChatEvent =
 export interface ChatEngine extends Engine {
   /** Context window in tokens. */
   readonly contextLength: number;
+  /** Jobs it runs at once (its queue's concurrency); 1 when absent. */
+  readonly parallel?: number;
   /**
    * Runs one job: the `prompt` event first (errors before it are the request's: InvalidRequest and such),
    * then each choice's events. `signal` stops it within a token.
@@ -241,6 +247,8 @@ export interface ChatBackend {
   readonly eosIds: ReadonlySet<number>;
   /** The tokenizer's tokenizer.json (constrained decoding builds its vocabulary index from it). */
   readonly tokenizerJson: unknown;
+  /** Each token's bytes (null: never text), for backends without a tokenizer.json; preferred when present. */
+  tokenBytes?(): readonly (Uint8Array | null)[];
   /** The chat template's text (e.g. to detect the model's tool-call format). */
   readonly chatTemplate: string | null;
   /** Sampling defaults from the model's generation_config (used where a request sets none). */

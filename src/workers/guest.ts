@@ -9,6 +9,7 @@ import { runChat } from "../chat/pipeline.ts";
 import type { ChatBackend } from "../engines/types.ts";
 import { loadChatBackend } from "../engines/transformers/chat_backend.ts";
 import { loadEmbedding, type TransformersEmbedding } from "../engines/transformers/embedding.ts";
+import { type LlamaEmbedding, loadLlamaChat, loadLlamaEmbedding } from "../engines/llama/mod.ts";
 import type { ChatInfo, EmbeddingInfo, GuestMessage, HostMessage, LoadRequest } from "./protocol.ts";
 
 const scope = globalThis as unknown as {
@@ -30,20 +31,35 @@ function workerLog(debug: boolean): Logger {
 }
 
 let chat: ChatBackend | null = null;
-let embedding: TransformersEmbedding | null = null;
+let embedding: TransformersEmbedding | LlamaEmbedding | null = null;
 let log: Logger = workerLog(false);
 const jobs = new Map<number, AbortController>();
 
 async function load(req: LoadRequest): Promise<void> {
   log = workerLog(req.debug);
-  const ctx = { modelsDir: req.modelsDir, threads: req.threads, allowRemote: req.allowRemote, log };
+  const ctx = {
+    modelsDir: req.modelsDir,
+    threads: req.threads,
+    allowRemote: req.allowRemote,
+    log,
+    parallel: req.parallel,
+    llamaLib: req.llamaLib,
+    hub: req.hub,
+  };
+  const llama = req.entry.engine === "llama.cpp";
   try {
     if (req.task === "chat") {
-      chat = await loadChatBackend(req.entry, ctx);
-      const info: ChatInfo = { backend: chat.backend, contextLength: chat.contextLength };
+      const backend = llama ? await loadLlamaChat(req.entry, ctx) : await loadChatBackend(req.entry, ctx);
+      chat = backend;
+      const info: ChatInfo = {
+        backend: backend.backend,
+        contextLength: backend.contextLength,
+        // The pipeline runs jobs concurrently here; only llama.cpp decodes them together.
+        parallel: "parallel" in backend ? backend.parallel : 1,
+      };
       post({ t: "loaded", info });
     } else {
-      embedding = await loadEmbedding(req.entry, ctx);
+      embedding = llama ? await loadLlamaEmbedding(req.entry, ctx) : await loadEmbedding(req.entry, ctx);
       const e = embedding;
       const info: EmbeddingInfo = {
         backend: e.backend,
@@ -88,7 +104,8 @@ scope.onmessage = (e: MessageEvent<HostMessage>) => {
       break;
     case "tokenize":
       void runJob(m.id, () => {
-        post({ t: "result", id: m.id, value: m.texts.map((t) => embedding!.tokenize(t)) });
+        const e = embedding!;
+        post({ t: "result", id: m.id, value: m.texts.map((t) => e.tokenize(t)) });
         return Promise.resolve();
       });
       break;

@@ -68,6 +68,9 @@ class WorkerLink {
         threads: ctx.threads,
         allowRemote: ctx.allowRemote,
         debug,
+        parallel: ctx.parallel,
+        llamaLib: ctx.llamaLib,
+        hub: ctx.hub ? { endpoint: ctx.hub.endpoint, token: ctx.hub.token } : undefined,
       });
     });
   }
@@ -242,11 +245,13 @@ abstract class WorkerEngine {
 export class WorkerChatEngine extends WorkerEngine implements ChatEngine {
   readonly backend: string;
   readonly contextLength: number;
+  readonly parallel: number;
 
   constructor(entry: ModelEntry, link: WorkerLink, info: ChatInfo) {
     super(entry, link);
     this.backend = info.backend;
     this.contextLength = info.contextLength;
+    this.parallel = info.parallel;
   }
 
   async *chat(job: ChatJob, signal?: AbortSignal): AsyncGenerator<ChatEvent> {

@@ -15,6 +15,9 @@ export interface LoadRequest {
   threads: number;
   allowRemote: boolean;
   debug: boolean;
+  parallel?: number;
+  llamaLib?: string;
+  hub?: { endpoint?: string; token?: string };
 }
 
 export type HostMessage =
@@ -29,6 +32,8 @@ export type HostMessage =
 export interface ChatInfo {
   backend: string;
   contextLength: number;
+  /** Jobs the backend runs at once (sequences decoded together). */
+  parallel: number;
 }
 
 /** What the host learns of a loaded embedding model. */

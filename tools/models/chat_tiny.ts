@@ -1,6 +1,7 @@
 // Owns the chat-tiny generator: a 2-layer Qwen2-architecture decoder with crafted weights (see
 // chat_tiny_weights.ts) whose greedy replies are fixed by marker words in the prompt (see chat_tiny_vocab.ts
-// and README.md), in the onnx-community folder layout, as fp32, q8 and q4 ONNX files.
+// and README.md), in the onnx-community folder layout, as fp32, q8 and q4 ONNX files, and as F32 and Q8_0
+// GGUF files (gguf/) for the llama.cpp backend.
 import { join } from "node:path";
 import { writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
 import { craftChatTinyWeights } from "./chat_tiny_weights.ts";
@@ -10,11 +11,13 @@ import { buildDecoder, decoderConfig, type DecoderShape } from "./decoder_graph.
 import { writeJson } from "./model_files.ts";
 import { ONNX_FILE, type WeightFormat } from "./onnx_quantize.ts";
 import { Prng } from "./prng.ts";
+import { bpeTokenizerMeta, decoderGguf, type GgmlType } from "./gguf_writer.ts";
 import { MS_DOMAIN } from "./onnx_builder.ts";
 
-export const VERSION = "chat-tiny-1";
+export const VERSION = "chat-tiny-2";
 export const CHAT_TINY_CONTEXT = 1024;
 const FORMATS: WeightFormat[] = ["fp32", "q8", "q4"];
+const GGUF_TYPES: GgmlType[] = ["F32", "Q8_0"];
 
 export async function generate(outDir: string): Promise<void> {
   const v = buildChatTinyVocab();
@@ -90,5 +93,26 @@ export async function generate(outDir: string): Promise<void> {
     await buildDecoder(shape, weights, format).save(join(outDir, "onnx"), ONNX_FILE[format], {
       extraOpsets: format === "q4" ? { [MS_DOMAIN]: 1 } : {},
     });
+  }
+  // The same weights and tokenizer as GGUF for the llama.cpp backend (gguf/ beside the ONNX files).
+  const tokenizer = bpeTokenizerMeta(JSON.parse(await Deno.readTextFile(join(outDir, "tokenizer.json"))));
+  await Deno.mkdir(join(outDir, "gguf"), { recursive: true });
+  for (const type of GGUF_TYPES) {
+    await Deno.writeFile(
+      join(outDir, "gguf", `chat-tiny-${type}.gguf`),
+      decoderGguf({
+        arch: "qwen2",
+        name: "chat-tiny",
+        shape,
+        weights,
+        type,
+        contextLength: CHAT_TINY_CONTEXT,
+        tokenizer,
+        bosId: id(ENDOFTEXT),
+        eosId: id(IM_END),
+        padId: id(ENDOFTEXT),
+        chatTemplate: QWEN25_CHAT_TEMPLATE,
+      }),
+    );
   }
 }

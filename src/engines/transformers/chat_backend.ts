@@ -6,6 +6,7 @@ import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
 import type { ChatBackend, ChatMessage, ChatTool, LoadContext, ModelEntry, SequenceId } from "../types.ts";
 import { ensureChatFiles, knownDtype, missingMessage, requiredChatFiles } from "./chat_files.ts";
 import { TokenTexts } from "./token_texts.ts";
+import { templateMessage, templateTool } from "../template_view.ts";
 import { type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
 
 type Tokenizer = Awaited<ReturnType<TransformersModule["AutoTokenizer"]["from_pretrained"]>>;
@@ -350,40 +351,6 @@ function contextLengthOf(entry: ModelEntry, config: Record<string, unknown>, tok
 }
 
 /** A message as chat templates expect it (Hugging Face's conventions: tool-call arguments as objects). */
-function templateMessage(m: ChatMessage): Record<string, unknown> {
-  const out: Record<string, unknown> = { role: m.role, content: m.content ?? "" };
-  if (m.name !== undefined) out.name = m.name;
-  if (m.toolCalls?.length) {
-    out.tool_calls = m.toolCalls.map((c) => ({
-      id: c.id,
-      type: "function",
-      function: { name: c.name, arguments: parseArguments(c.arguments) },
-    }));
-  }
-  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId;
-  return out;
-}
-
-function parseArguments(text: string): unknown {
-  try {
-    const v = JSON.parse(text);
-    return v !== null && typeof v === "object" ? v : text;
-  } catch {
-    return text;
-  }
-}
-
-function templateTool(t: ChatTool): Record<string, unknown> {
-  return {
-    type: "function",
-    function: {
-      name: t.name,
-      ...(t.description !== undefined ? { description: t.description } : {}),
-      parameters: t.parameters ?? { type: "object", properties: {} },
-    },
-  };
-}
-
 /**
  * Session options and device for a manifest entry on the bound runtime. The manifest's `options.ort_spinning:
  * true` turns onnxruntime's busy-waiting worker threads back on (for a machine dedicated to one model).

@@ -1,9 +1,8 @@
 // Owns each token's own bytes and display text for logprobs (OpenAI's `token` and `bytes`), from a
 // transformers.js tokenizer's vocabulary: what the chat backend answers to the pipeline's tokenText().
-import { UNICODE_TO_BYTE } from "../byte_level.ts";
+import { tokenDisplayText, UNICODE_TO_BYTE } from "../byte_level.ts";
 
 const encoder = new TextEncoder();
-const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Each token's own bytes and display text for logprobs (OpenAI's `token` and `bytes`). Byte-level vocabularies
@@ -27,13 +26,7 @@ export class TokenTexts {
     let hit = this.#cache.get(id);
     if (!hit) {
       const bytes = this.#bytes(id);
-      let text: string;
-      try {
-        text = strictDecoder.decode(new Uint8Array(bytes));
-      } catch {
-        text = "bytes:" + bytes.map((b) => "\\x" + b.toString(16).padStart(2, "0")).join("");
-      }
-      hit = { text, bytes };
+      hit = { text: tokenDisplayText(bytes), bytes };
       if (this.#cache.size < 200_000) this.#cache.set(id, hit);
     }
     return hit;

@@ -1,0 +1,211 @@
+// Owns the calls Deno's FFI cannot make to libllama directly, or would make slowly: the by-value parameter
+// structs (model and context params, llama_batch), the log callback (filtered here, never a call back into
+// JavaScript from llama.cpp's threads), and one call per batch: the server hands over flat arrays of tokens,
+// positions, sequence ids and output flags, and gets the output rows' logits copied into its own buffer.
+// Everything else (tokenizer, vocabulary, metadata, KV memory) the server calls in libllama itself.
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "llama.h"
+
+#if defined(_WIN32)
+#define LSHIM_API __declspec(dllexport)
+#else
+#define LSHIM_API __attribute__((visibility("default")))
+#endif
+
+static atomic_int g_log_level = GGML_LOG_LEVEL_WARN;
+static atomic_int g_last_level = GGML_LOG_LEVEL_NONE;
+
+static void lshim_log_cb(enum ggml_log_level level, const char * text, void * user_data) {
+    (void) user_data;
+    // CONT lines continue the previous message at its level.
+    if (level == GGML_LOG_LEVEL_CONT) level = (enum ggml_log_level) atomic_load(&g_last_level);
+    else atomic_store(&g_last_level, level);
+    if ((int) level >= atomic_load(&g_log_level)) fputs(text, stderr);
+}
+
+/**
+ * Once per process: the log filter (GGML_LOG_LEVEL_*: 1 debug, 2 info, 3 warn, 4 error) and ggml's backends,
+ * loaded from `backend_dir` (the per-CPU variants libggml-cpu-*.so: ggml picks the best this CPU runs).
+ */
+LSHIM_API void lshim_init(const char * backend_dir, int log_level) {
+    atomic_store(&g_log_level, log_level);
+    llama_log_set(lshim_log_cb, NULL);
+    ggml_backend_load_all_from_path(backend_dir);
+    llama_backend_init();
+}
+
+LSHIM_API void lshim_log_level(int log_level) { atomic_store(&g_log_level, log_level); }
+
+/** n_gpu_layers < 0 keeps every layer on the GPU when one is there (llama.cpp's default). */
+LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_layers, int use_mmap) {
+    struct llama_model_params p = llama_model_default_params();
+    if (n_gpu_layers >= 0) p.n_gpu_layers = n_gpu_layers;
+    p.load_mode = use_mmap ? p.load_mode : LLAMA_LOAD_MODE_NONE;
+    return llama_model_load_from_file(path, p);
+}
+
+/**
+ * A context over the model. `n_seq_max` sequences share one unified KV cache of `n_ctx` cells (so a sequence
+ * may use the whole context, and copying a cached prefix to another sequence costs no memory). `pooling` < 0
+ * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models).
+ */
+LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_seq_max,
+                                               int n_threads, int embeddings, int pooling) {
+    struct llama_context_params p = llama_context_default_params();
+    p.n_ctx = (uint32_t) n_ctx;
+    p.n_batch = (uint32_t) n_batch;
+    p.n_ubatch = (uint32_t) n_batch;
+    p.n_seq_max = (uint32_t) n_seq_max;
+    p.n_threads = n_threads;
+    p.n_threads_batch = n_threads;
+    p.kv_unified = true;
+    p.embeddings = embeddings != 0;
+    p.no_perf = true;
+    if (pooling >= 0) p.pooling_type = (enum llama_pooling_type) pooling;
+    return llama_init_from_model(model, p);
+}
+
+/** Model facts in one call: [n_vocab, n_ctx_train, n_embd, bos, eos, vocab_type, add_bos, add_eos, n_cls_out]. */
+LSHIM_API void lshim_model_info(const struct llama_model * model, int32_t * out) {
+    const struct llama_vocab * v = llama_model_get_vocab(model);
+    out[0] = llama_vocab_n_tokens(v);
+    out[1] = llama_model_n_ctx_train(model);
+    out[2] = llama_model_n_embd(model);
+    out[3] = llama_vocab_bos(v);
+    out[4] = llama_vocab_eos(v);
+    out[5] = (int32_t) llama_vocab_type(v);
+    out[6] = llama_vocab_get_add_bos(v);
+    out[7] = llama_vocab_get_add_eos(v);
+    out[8] = (int32_t) llama_model_n_cls_out(model);
+}
+
+/** For every token: bit 0 end-of-generation, bits 8.. llama_token_attr. */
+LSHIM_API void lshim_token_flags(const struct llama_model * model, int32_t * out, int32_t n) {
+    const struct llama_vocab * v = llama_model_get_vocab(model);
+    for (int32_t t = 0; t < n; t++) {
+        out[t] = (llama_vocab_is_eog(v, t) ? 1 : 0) | ((int32_t) llama_vocab_get_attr(v, t) << 8);
+    }
+}
+
+/**
+ * Every token's bytes as llama_token_to_piece gives them (special tokens rendered when `special`), packed
+ * into `buf`; `offsets` gets n+1 entries. Returns the bytes needed; when more than `cap`, nothing is complete
+ * and the caller retries with a buffer that large.
+ */
+LSHIM_API int64_t lshim_token_pieces(const struct llama_model * model, int special, uint8_t * buf, int64_t cap,
+                                     int64_t * offsets, int32_t n) {
+    const struct llama_vocab * v = llama_model_get_vocab(model);
+    char piece[512];
+    int64_t at = 0;
+    for (int32_t t = 0; t < n; t++) {
+        offsets[t] = at;
+        int32_t len = llama_token_to_piece(v, t, piece, sizeof piece, 0, special != 0);
+        if (len < 0) len = 0;  // longer than any real token; treated as no text
+        if (at + len <= cap) memcpy(buf + at, piece, (size_t) len);
+        at += len;
+    }
+    offsets[n] = at;
+    return at;
+}
+
+LSHIM_API int32_t lshim_tokenize(const struct llama_model * model, const char * text, int32_t len, int32_t * out,
+                                 int32_t max, int add_special, int parse_special) {
+    return llama_tokenize(llama_model_get_vocab(model), text, len, out, max, add_special != 0, parse_special != 0);
+}
+
+/**
+ * Decodes one batch: n entries of (token, position, sequence, output flag). The logits of the rows flagged for
+ * output are copied, in order, to `logits_out` (n_vocab floats each). Returns llama_decode's status (0 ok,
+ * 1 no room in the KV cache, negative on error), or -100 when the batch could not be allocated.
+ */
+LSHIM_API int32_t lshim_decode(struct llama_context * ctx, const int32_t * tokens, const int32_t * pos,
+                               const int32_t * seq, const int8_t * output, int32_t n, float * logits_out,
+                               int32_t n_vocab) {
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    if (!b.token) return -100;
+    for (int32_t i = 0; i < n; i++) {
+        b.token[i] = tokens[i];
+        b.pos[i] = pos[i];
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = seq[i];
+        b.logits[i] = output[i];
+    }
+    b.n_tokens = n;
+    int32_t rc = llama_decode(ctx, b);
+    if (rc == 0 && logits_out) {
+        int32_t row = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (!output[i]) continue;
+            const float * l = llama_get_logits_ith(ctx, i);
+            if (!l) {
+                rc = -101;
+                break;
+            }
+            memcpy(logits_out + (size_t) row * (size_t) n_vocab, l, sizeof(float) * (size_t) n_vocab);
+            row++;
+        }
+    }
+    llama_batch_free(b);
+    return rc;
+}
+
+/**
+ * Embeds `n_seqs` inputs packed in `tokens` (lengths in `lens`) as one batch, sequence i as seq id i, and
+ * copies each pooled vector (n_embd floats) to `out`. The memory is cleared first and after: embedding
+ * contexts keep nothing between calls. Returns 0, or the failing llama_decode / llama_encode status.
+ */
+LSHIM_API int32_t lshim_embed(struct llama_context * ctx, const int32_t * tokens, const int32_t * lens,
+                              int32_t n_seqs, float * out, int32_t n_embd) {
+    int32_t n = 0;
+    for (int32_t s = 0; s < n_seqs; s++) n += lens[s];
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    if (!b.token) return -100;
+    int32_t i = 0;
+    for (int32_t s = 0; s < n_seqs; s++) {
+        for (int32_t p = 0; p < lens[s]; p++, i++) {
+            b.token[i] = tokens[i];
+            b.pos[i] = p;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = s;
+            b.logits[i] = 1;
+        }
+    }
+    b.n_tokens = n;
+    llama_memory_clear(llama_get_memory(ctx), true);
+    const struct llama_model * model = llama_get_model(ctx);
+    // Encoder-only models (BERT) run llama_encode; decoder models used for embeddings run llama_decode.
+    int32_t rc = llama_model_has_encoder(model) && !llama_model_has_decoder(model) ? llama_encode(ctx, b)
+                                                                                  : llama_decode(ctx, b);
+    for (int32_t s = 0; rc == 0 && s < n_seqs; s++) {
+        const float * e = llama_get_embeddings_seq(ctx, s);
+        if (!e) {
+            rc = -101;
+            break;
+        }
+        memcpy(out + (size_t) s * (size_t) n_embd, e, sizeof(float) * (size_t) n_embd);
+    }
+    llama_memory_clear(llama_get_memory(ctx), true);
+    llama_batch_free(b);
+    return rc;
+}
+
+LSHIM_API void lshim_seq_rm(struct llama_context * ctx, int32_t seq, int32_t p0, int32_t p1) {
+    llama_memory_seq_rm(llama_get_memory(ctx), seq, p0, p1);
+}
+
+LSHIM_API void lshim_seq_cp(struct llama_context * ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+    llama_memory_seq_cp(llama_get_memory(ctx), src, dst, p0, p1);
+}
+
+/** A C string the library owns, copied into the caller's buffer (Deno's pointer views need unscoped FFI). */
+LSHIM_API int32_t lshim_chat_template(const struct llama_model * model, char * buf, int32_t cap) {
+    const char * t = llama_model_chat_template(model, NULL);
+    if (!t) return -1;
+    int32_t n = (int32_t) strlen(t);
+    if (n < cap) memcpy(buf, t, (size_t) n + 1);
+    return n;
+}

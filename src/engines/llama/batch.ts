@@ -1,0 +1,129 @@
+// Owns continuous batching for one llama.cpp context: every sequence that wants a token decoded (a decode step)
+// or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode over all of it:
+// every waiting step, then prefill chunks up to the batch size. Streams therefore generate together, and a new
+// request's prompt is read alongside them instead of after them. A round starts as a macrotask, after the
+// sequences resolved by the previous round have sampled and queued their next token (microtasks).
+import type { LlamaContext } from "./ffi.ts";
+
+interface Work {
+  seq: number;
+  tokens: readonly number[];
+  /** Position of tokens[0]. */
+  pos: number;
+  /** Tokens of `tokens` already decoded in earlier rounds. */
+  done: number;
+  resolve(logits: Float32Array): void;
+  reject(e: unknown): void;
+}
+
+/** llama_decode's "no room in the KV cache"; the owner frees cached sequences and the round is retried. */
+export const NO_KV_ROOM = 1;
+
+export class DecodeBatcher {
+  readonly #queue: Work[] = [];
+  readonly #wake = new MessageChannel();
+  #scheduled = false;
+  #tokens: Int32Array;
+  #pos: Int32Array;
+  #seq: Int32Array;
+  #out: Int8Array;
+  #logits: Float32Array;
+  /** Rounds run and tokens decoded, for tests and metrics. */
+  rounds = 0;
+  tokens = 0;
+
+  constructor(
+    private readonly ctx: LlamaContext,
+    private readonly nBatch: number,
+    private readonly nVocab: number,
+    /** Called when the KV cache is full; returns true when it freed something worth a retry. */
+    private readonly makeRoom: () => boolean,
+  ) {
+    this.#tokens = new Int32Array(nBatch);
+    this.#pos = new Int32Array(nBatch);
+    this.#seq = new Int32Array(nBatch);
+    this.#out = new Int8Array(nBatch);
+    this.#logits = new Float32Array(0);
+    this.#wake.port1.onmessage = () => this.#round();
+  }
+
+  /** Decodes `tokens` at positions pos.. of `seq`; resolves with the logits after the last one. */
+  submit(seq: number, tokens: readonly number[], pos: number): Promise<Float32Array> {
+    if (tokens.length === 0) return Promise.reject(new Error("nothing to decode"));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ seq, tokens, pos, done: 0, resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        this.#wake.port2.postMessage(null);
+      }
+    });
+  }
+
+  /** Fails every queued piece of work (the model is going away). */
+  close(reason: unknown): void {
+    for (const w of this.#queue.splice(0)) w.reject(reason);
+    this.#wake.port1.close();
+    this.#wake.port2.close();
+  }
+
+  #round(): void {
+    this.#scheduled = false;
+    if (this.#queue.length === 0) return;
+    // Steps (one token left) first so running streams never wait behind a long prompt; then prompts in order.
+    const order = [...this.#queue].sort((a, b) =>
+      Number(a.tokens.length - a.done > 1) - Number(b.tokens.length - b.done > 1)
+    );
+    let n = 0;
+    const finishing: { work: Work; row: number }[] = [];
+    let rows = 0;
+    for (const w of order) {
+      if (n >= this.nBatch) break;
+      const take = Math.min(w.tokens.length - w.done, this.nBatch - n);
+      for (let i = 0; i < take; i++, n++) {
+        this.#tokens[n] = w.tokens[w.done + i];
+        this.#pos[n] = w.pos + w.done + i;
+        this.#seq[n] = w.seq;
+        this.#out[n] = 0;
+      }
+      w.done += take;
+      if (w.done === w.tokens.length) {
+        this.#out[n - 1] = 1;
+        finishing.push({ work: w, row: rows++ });
+      }
+    }
+    if (this.#logits.length < rows * this.nVocab) this.#logits = new Float32Array(rows * this.nVocab);
+    let rc = this.#decode(n);
+    if (rc === NO_KV_ROOM && this.makeRoom()) rc = this.#decode(n);
+    this.rounds++;
+    this.tokens += n;
+    if (rc !== 0) {
+      const err = new Error(
+        rc === NO_KV_ROOM
+          ? "the model's KV cache is full: too many tokens in flight for its context size"
+          : `llama_decode failed (${rc})`,
+      );
+      // Everything that took part in this round is lost; the rest stays queued.
+      const took = new Set(order.filter((w) => w.done > 0));
+      for (const w of took) this.#queue.splice(this.#queue.indexOf(w), 1), w.reject(err);
+    } else {
+      for (const { work, row } of finishing) {
+        this.#queue.splice(this.#queue.indexOf(work), 1);
+        work.resolve(this.#logits.slice(row * this.nVocab, (row + 1) * this.nVocab));
+      }
+    }
+    if (this.#queue.length && !this.#scheduled) {
+      this.#scheduled = true;
+      this.#wake.port2.postMessage(null);
+    }
+  }
+
+  #decode(n: number): number {
+    return this.ctx.decode(
+      this.#tokens.subarray(0, n),
+      this.#pos.subarray(0, n),
+      this.#seq.subarray(0, n),
+      this.#out.subarray(0, n),
+      this.#logits,
+    );
+  }
+}

@@ -1,0 +1,75 @@
+// Owns embeddings on llama.cpp: a GGUF encoder (BERT-style) or decoder run with pooled outputs, using the
+// pooling type the GGUF declares; several inputs go into one batch as separate sequences. Vectors come back
+// L2-normalized, as llama-server and OpenAI return them.
+import type { ModelEntry } from "../types.ts";
+import { LlamaContext, type LlamaModel } from "./ffi.ts";
+
+/** Tokens per embedding batch (all inputs of one call together); also the longest input. */
+const BATCH = 2048;
+const MAX_SEQS = 64;
+
+/** The worker-side embedding backend (the same surface as TransformersEmbedding). */
+export class LlamaEmbedding {
+  readonly backend: string;
+  readonly dimensions: number;
+  readonly maxTokens: number;
+  readonly vocabSize: number;
+  readonly normalized = true;
+  readonly #ctx: LlamaContext;
+
+  constructor(readonly entry: ModelEntry, readonly model: LlamaModel, threads: number) {
+    this.dimensions = model.info.nEmbd;
+    this.vocabSize = model.info.nVocab;
+    this.maxTokens = Math.min(model.info.nCtxTrain || BATCH, BATCH);
+    this.#ctx = new LlamaContext(model, {
+      nCtx: BATCH,
+      nBatch: BATCH,
+      nSeqMax: MAX_SEQS,
+      threads,
+      embeddings: true,
+      pooling: -1,
+    });
+    const pooling = ["none", "mean", "cls", "last", "rank"][this.#ctx.pooling] ?? "model";
+    this.backend = `llama.cpp cpu ${pooling} pooling`;
+  }
+
+  /** The ids the model sees for a text, special tokens (CLS/SEP, BOS) included. */
+  tokenize(text: string): number[] {
+    return this.model.tokenize(text, { addSpecial: true, parseSpecial: false });
+  }
+
+  embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
+    const out: Float32Array[] = [];
+    let group: (readonly number[])[] = [];
+    let tokens = 0;
+    const flush = () => {
+      if (!group.length) return;
+      const got = this.#ctx.embed(group, this.dimensions);
+      if (typeof got === "number") throw new Error(`llama.cpp could not embed the batch (${got})`);
+      for (const v of got) out.push(normalize(v));
+      group = [];
+      tokens = 0;
+    };
+    for (const ids of inputs) {
+      if (tokens + ids.length > BATCH || group.length === MAX_SEQS) flush();
+      group.push(ids);
+      tokens += ids.length;
+    }
+    flush();
+    return Promise.resolve(out);
+  }
+
+  dispose(): Promise<void> {
+    this.#ctx.free();
+    this.model.free();
+    return Promise.resolve();
+  }
+}
+
+function normalize(v: Float32Array): Float32Array {
+  let sum = 0;
+  for (const x of v) sum += x * x;
+  const norm = Math.sqrt(sum);
+  if (norm > 0) { for (let i = 0; i < v.length; i++) v[i] /= norm; }
+  return v;
+}

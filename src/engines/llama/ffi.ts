@@ -1,0 +1,280 @@
+// Owns the native boundary to llama.cpp: finding libllama_shim (native/llama.ts puts it beside the prebuilt
+// libllama and ggml's per-CPU variants), its one Deno.dlopen per process, the symbol table, and typed
+// wrappers that hide pointers and buffers. Calls are synchronous: they run on the model's worker thread,
+// never on the thread that serves HTTP.
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const SYMBOLS = {
+  lshim_init: { parameters: ["buffer", "i32"], result: "void" },
+  lshim_model_load: { parameters: ["buffer", "i32", "i32"], result: "pointer" },
+  lshim_context: { parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer" },
+  lshim_model_info: { parameters: ["pointer", "buffer"], result: "void" },
+  lshim_token_flags: { parameters: ["pointer", "buffer", "i32"], result: "void" },
+  lshim_token_pieces: { parameters: ["pointer", "i32", "buffer", "i64", "buffer", "i32"], result: "i64" },
+  lshim_tokenize: { parameters: ["pointer", "buffer", "i32", "buffer", "i32", "i32", "i32"], result: "i32" },
+  lshim_decode: {
+    parameters: ["pointer", "buffer", "buffer", "buffer", "buffer", "i32", "buffer", "i32"],
+    result: "i32",
+  },
+  lshim_embed: { parameters: ["pointer", "buffer", "buffer", "i32", "buffer", "i32"], result: "i32" },
+  lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32"], result: "void" },
+  lshim_seq_cp: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "void" },
+  lshim_chat_template: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
+  llama_model_meta_val_str: { parameters: ["pointer", "buffer", "buffer", "usize"], result: "i32" },
+  llama_pooling_type: { parameters: ["pointer"], result: "i32" },
+  llama_free: { parameters: ["pointer"], result: "void" },
+  llama_model_free: { parameters: ["pointer"], result: "void" },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+type Symbols = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+
+/** The library is not set up (a clear message; the registry turns it into 503 for llama.cpp models only). */
+export class LlamaLibraryMissing extends Error {
+  override name = "LlamaLibraryMissing";
+}
+
+/** A GGUF file llama.cpp refused (corrupt, or an architecture it does not know). */
+export class LlamaLoadError extends Error {
+  override name = "LlamaLoadError";
+}
+
+const defaultDir = () => fileURLToPath(new URL("../../../native/build/llama/lib/", import.meta.url));
+const LOG_LEVELS: Record<string, number> = { debug: 1, info: 2, warn: 3, error: 4, none: 5 };
+
+let opened: { path: string; sym: Symbols } | undefined;
+
+/** The shim of `configured` (a folder or the file), else this checkout's build, else lib/ beside the binary. */
+export function openLlama(configured?: string): Symbols {
+  const candidates = configured
+    ? [configured]
+    : [defaultDir(), join(dirname(Deno.execPath()), "lib", "llama")];
+  const files = candidates.map((c) => c.endsWith(".so") ? c : join(c, "libllama_shim.so"));
+  const path = files.find((f) => {
+    try {
+      return Deno.statSync(f).isFile;
+    } catch {
+      return false;
+    }
+  });
+  if (!path) {
+    throw new LlamaLibraryMissing(
+      `llama.cpp is not set up (looked for ${files[0]}): run \`deno task native:llama\` ` +
+        "(or `deno run -A native/llama.ts --if-missing`), or point --llama-lib at the folder holding it",
+    );
+  }
+  if (opened) {
+    if (opened.path !== path) throw new Error(`llama.cpp is already loaded from ${opened.path}`);
+    return opened.sym;
+  }
+  const sym = Deno.dlopen(path, SYMBOLS).symbols;
+  const level = LOG_LEVELS[(Deno.env.get("OAI_LLAMA_LOG") ?? "error").toLowerCase()] ?? 4;
+  sym.lshim_init(cstr(dirname(path)), level);
+  opened = { path, sym };
+  return sym;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function cstr(s: string): Uint8Array<ArrayBuffer> {
+  const b = encoder.encode(s);
+  const out = new Uint8Array(b.length + 1);
+  out.set(b);
+  return out;
+}
+
+export interface ModelInfo {
+  nVocab: number;
+  nCtxTrain: number;
+  nEmbd: number;
+  bos: number;
+  eos: number;
+  /** llama_vocab_type: 1 SPM, 2 BPE, 3 WPM, 4 UGM, 5 RWKV. */
+  vocabType: number;
+  addBos: boolean;
+  addEos: boolean;
+}
+
+/** One loaded GGUF model and its vocabulary, with contexts made from it. */
+export class LlamaModel {
+  readonly info: ModelInfo;
+  #ptr: Deno.PointerValue;
+
+  constructor(readonly sym: Symbols, path: string, opts: { gpuLayers: number }) {
+    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, 1);
+    if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not load the GGUF file");
+    const i = new Int32Array(9);
+    sym.lshim_model_info(this.#ptr, i);
+    this.info = {
+      nVocab: i[0],
+      nCtxTrain: i[1],
+      nEmbd: i[2],
+      bos: i[3],
+      eos: i[4],
+      vocabType: i[5],
+      addBos: i[6] !== 0,
+      addEos: i[7] !== 0,
+    };
+  }
+
+  get ptr(): Deno.PointerValue {
+    return this.#ptr;
+  }
+
+  /** A metadata value as text (numbers too), or undefined when the key is absent. */
+  meta(key: string): string | undefined {
+    let buf = new Uint8Array(256);
+    let n = this.sym.llama_model_meta_val_str(this.#ptr, cstr(key), buf, BigInt(buf.length));
+    if (n < 0) return undefined;
+    if (n >= buf.length) {
+      buf = new Uint8Array(n + 1);
+      n = this.sym.llama_model_meta_val_str(this.#ptr, cstr(key), buf, BigInt(buf.length));
+    }
+    return decoder.decode(buf.subarray(0, n));
+  }
+
+  chatTemplate(): string | null {
+    let buf = new Uint8Array(1 << 16);
+    let n = this.sym.lshim_chat_template(this.#ptr, buf, buf.length);
+    if (n < 0) return null;
+    if (n >= buf.length) {
+      buf = new Uint8Array(n + 1);
+      n = this.sym.lshim_chat_template(this.#ptr, buf, buf.length);
+    }
+    return decoder.decode(buf.subarray(0, n));
+  }
+
+  /** Per token: [is end-of-generation, llama_token_attr bits]. */
+  tokenFlags(): Int32Array {
+    const out = new Int32Array(this.info.nVocab);
+    this.sym.lshim_token_flags(this.#ptr, out, out.length);
+    return out;
+  }
+
+  /** Every token's bytes (special tokens as their text when `special`). */
+  tokenPieces(special: boolean): Uint8Array[] {
+    const n = this.info.nVocab;
+    const offsets = new BigInt64Array(n + 1);
+    let buf = new Uint8Array(n * 8);
+    const need = Number(
+      this.sym.lshim_token_pieces(this.#ptr, special ? 1 : 0, buf, BigInt(buf.length), offsets, n),
+    );
+    if (need > buf.length) {
+      buf = new Uint8Array(need);
+      this.sym.lshim_token_pieces(this.#ptr, special ? 1 : 0, buf, BigInt(buf.length), offsets, n);
+    }
+    return Array.from({ length: n }, (_, t) => buf.slice(Number(offsets[t]), Number(offsets[t + 1])));
+  }
+
+  tokenize(text: string, opts: { addSpecial: boolean; parseSpecial: boolean }): number[] {
+    const bytes = encoder.encode(text);
+    let out = new Int32Array(bytes.length + 8);
+    let n = this.sym.lshim_tokenize(
+      this.#ptr,
+      bytes,
+      bytes.length,
+      out,
+      out.length,
+      opts.addSpecial ? 1 : 0,
+      opts.parseSpecial ? 1 : 0,
+    );
+    if (n < 0) {
+      out = new Int32Array(-n);
+      n = this.sym.lshim_tokenize(
+        this.#ptr,
+        bytes,
+        bytes.length,
+        out,
+        out.length,
+        opts.addSpecial ? 1 : 0,
+        opts.parseSpecial ? 1 : 0,
+      );
+    }
+    return Array.from(out.subarray(0, n));
+  }
+
+  free(): void {
+    if (this.#ptr) this.sym.llama_model_free(this.#ptr);
+    this.#ptr = null;
+  }
+}
+
+export interface ContextOptions {
+  nCtx: number;
+  nBatch: number;
+  nSeqMax: number;
+  threads: number;
+  embeddings: boolean;
+  /** llama_pooling_type; -1 keeps the model's. */
+  pooling: number;
+}
+
+/** One llama_context: a KV cache shared by up to nSeqMax sequences, and a batch decode into JS buffers. */
+export class LlamaContext {
+  #ptr: Deno.PointerValue;
+  readonly pooling: number;
+
+  constructor(readonly model: LlamaModel, readonly opts: ContextOptions) {
+    const s = model.sym;
+    this.#ptr = s.lshim_context(
+      model.ptr,
+      opts.nCtx,
+      opts.nBatch,
+      opts.nSeqMax,
+      opts.threads,
+      opts.embeddings ? 1 : 0,
+      opts.pooling,
+    );
+    if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not create a context for the model");
+    this.pooling = s.llama_pooling_type(this.#ptr);
+  }
+
+  /**
+   * Decodes one batch and returns the logits of the rows flagged in `output`, row after row. Status 1 means
+   * the KV cache had no room.
+   */
+  decode(
+    tokens: Int32Array,
+    pos: Int32Array,
+    seq: Int32Array,
+    output: Int8Array,
+    logits: Float32Array | null,
+  ): number {
+    return this.model.sym.lshim_decode(
+      this.#ptr,
+      tokens,
+      pos,
+      seq,
+      output,
+      tokens.length,
+      logits,
+      this.model.info.nVocab,
+    );
+  }
+
+  /** Pooled vectors of several inputs in one batch. */
+  embed(inputs: readonly (readonly number[])[], dims: number): Float32Array[] | number {
+    const lens = Int32Array.from(inputs.map((r) => r.length));
+    const tokens = Int32Array.from(inputs.flat());
+    const out = new Float32Array(inputs.length * dims);
+    const rc = this.model.sym.lshim_embed(this.#ptr, tokens, lens, inputs.length, out, dims);
+    if (rc !== 0) return rc;
+    return inputs.map((_, i) => out.slice(i * dims, (i + 1) * dims));
+  }
+
+  /** Drops positions [p0, p1) of a sequence (-1: open end). */
+  seqRm(seq: number, p0: number, p1: number): void {
+    this.model.sym.lshim_seq_rm(this.#ptr, seq, p0, p1);
+  }
+
+  /** Shares positions [p0, p1) of `src` with `dst` (no copy in a unified cache). */
+  seqCp(src: number, dst: number, p0: number, p1: number): void {
+    this.model.sym.lshim_seq_cp(this.#ptr, src, dst, p0, p1);
+  }
+
+  free(): void {
+    if (this.#ptr) this.model.sym.llama_free(this.#ptr);
+    this.#ptr = null;
+  }
+}

@@ -1,0 +1,147 @@
+// Owns loading GGUF models on llama.cpp: where the file is (a manifest `path` to the file, or a folder / hub
+// repo plus `options.file`), downloading it through the hub's one download path when missing, and building
+// the chat backend (LlamaChat) or the embedding engine (LlamaEmbedding) on this thread (a model's worker).
+import { join } from "node:path";
+import { ModelFilesMissing } from "../../errors.ts";
+import { fetchRepoFiles } from "../../hub/fetch_files.ts";
+import type { LoadContext, ModelEntry } from "../types.ts";
+import { LlamaChat } from "./chat.ts";
+import { LlamaEmbedding } from "./embedding.ts";
+import { LlamaContext, LlamaLoadError, LlamaModel, openLlama } from "./ffi.ts";
+
+export { LlamaChat, LlamaEmbedding };
+
+/** Default context per sequence when the manifest sets none (the model's own may be far larger). */
+const DEFAULT_CONTEXT = 4096;
+/** Tokens one llama_decode takes at most (prompt chunks plus every stream's next token). */
+const BATCH = 512;
+
+/** The GGUF file of an entry: `path` itself when it is a .gguf file, else `<path>/<options.file>`. */
+export function ggufFile(entry: ModelEntry): string {
+  if (entry.path.endsWith(".gguf")) return entry.path;
+  const file = entry.options.file;
+  if (typeof file !== "string" || !file.endsWith(".gguf")) {
+    throw new ModelFilesMissing(
+      `model \`${entry.id}\`: a llama.cpp model needs a .gguf file: a manifest "path" to it, or "options": ` +
+        `{ "file": "<name>.gguf" } beside "repo" or a folder "path"`,
+    );
+  }
+  if (file.split("/").includes("..")) throw new ModelFilesMissing(`model \`${entry.id}\`: bad file name`);
+  return join(entry.path, ...file.split("/"));
+}
+
+async function ensureFile(entry: ModelEntry, ctx: LoadContext): Promise<string> {
+  const path = ggufFile(entry);
+  if (await Deno.stat(path).then((s) => s.isFile, () => false)) return path;
+  const file = String(entry.options.file ?? "");
+  if (!entry.repo || !ctx.allowRemote) {
+    throw new ModelFilesMissing(
+      `model \`${entry.id}\`: the GGUF file ${file || path.split("/").pop()} is missing` +
+        (entry.repo
+          ? `: run \`deno task pull ${entry.id}\`, or start without --offline to download it from ${entry.repo}`
+          : ""),
+    );
+  }
+  ctx.log.info("downloading model files", { model: entry.id, repo: entry.repo });
+  try {
+    await fetchRepoFiles({
+      repo: entry.repo,
+      dir: entry.path,
+      required: [file],
+      hub: ctx.hub,
+      log: (line) => ctx.log.info(line, { model: entry.id }),
+    });
+  } catch (e) {
+    throw new ModelFilesMissing(`model \`${entry.id}\`: could not download ${file}: ${(e as Error).message}`);
+  }
+  return path;
+}
+
+function loadModel(entry: ModelEntry, path: string, ctx: LoadContext): LlamaModel {
+  const sym = openLlama(ctx.llamaLib);
+  try {
+    // CPU only unless a GPU build of ggml is there and the manifest allows it.
+    return new LlamaModel(sym, path, { gpuLayers: entry.device === "cpu" ? 0 : -1 });
+  } catch (e) {
+    if (e instanceof LlamaLoadError) {
+      throw new LlamaLoadError(
+        `llama.cpp could not load ${path.split("/").pop()}: the file is corrupt, truncated, or of an ` +
+          "architecture this llama.cpp does not support",
+      );
+    }
+    throw e;
+  }
+}
+
+export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promise<LlamaChat> {
+  const path = await ensureFile(entry, ctx);
+  const model = loadModel(entry, path, ctx);
+  try {
+    const parallel = Math.max(1, ctx.parallel ?? 1);
+    const wanted = Number(entry.options.context_length ?? DEFAULT_CONTEXT);
+    const contextLength = Math.min(model.info.nCtxTrain || wanted, wanted);
+    // One unified KV cache: room for `parallel` full-length sequences; closed ones stay as the prompt cache
+    // until their cells are needed. Spare sequence ids serve `n` choices (forks share cells).
+    const nSeqMax = Math.min(256, Math.max(16, parallel * 4));
+    const llamaCtx = new LlamaContext(model, {
+      nCtx: contextLength * parallel,
+      nBatch: BATCH,
+      nSeqMax,
+      threads: ctx.threads,
+      embeddings: false,
+      pooling: -1,
+    });
+    const chat = new LlamaChat(entry, model, llamaCtx, {
+      contextLength,
+      nBatch: BATCH,
+      parallel,
+      description: `llama.cpp cpu ${model.meta("general.file_type") ? fileType(model) : "gguf"}`,
+    });
+    ctx.log.info("chat model ready", {
+      model: entry.id,
+      backend: chat.backend,
+      contextLength,
+      parallel,
+      vocab: chat.vocabSize,
+    });
+    return chat;
+  } catch (e) {
+    model.free();
+    throw e;
+  }
+}
+
+export async function loadLlamaEmbedding(entry: ModelEntry, ctx: LoadContext): Promise<LlamaEmbedding> {
+  const path = await ensureFile(entry, ctx);
+  const model = loadModel(entry, path, ctx);
+  try {
+    return new LlamaEmbedding(entry, model, ctx.threads);
+  } catch (e) {
+    model.free();
+    throw e;
+  }
+}
+
+/** GGUF general.file_type names (llama_ftype) for the backend description. */
+const FTYPES: Record<string, string> = {
+  "0": "F32",
+  "1": "F16",
+  "2": "Q4_0",
+  "3": "Q4_1",
+  "7": "Q8_0",
+  "8": "Q5_0",
+  "9": "Q5_1",
+  "10": "Q2_K",
+  "12": "Q3_K_M",
+  "14": "Q4_K_S",
+  "15": "Q4_K_M",
+  "16": "Q5_K_S",
+  "17": "Q5_K_M",
+  "18": "Q6_K",
+  "32": "BF16",
+};
+
+function fileType(model: LlamaModel): string {
+  const t = model.meta("general.file_type") ?? "";
+  return FTYPES[t] ?? `ftype ${t}`;
+}
