@@ -24,6 +24,7 @@ import type { ChatJob, ChatMessage } from "../src/engines/types.ts";
 import { loadChatBackend } from "../src/engines/transformers/chat_backend.ts";
 import { LocalChatEngine } from "../src/chat/local.ts";
 import { firstModelDir, fixedLengthJob, median } from "./stats.ts";
+import { streamChat, type StreamTiming } from "./sse_client.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const CANDIDATES = ["models/generated/bench/smollm2-135m-instruct", "models/generated/chat-tiny"];
@@ -49,47 +50,10 @@ const { values } = parseArgs({
   },
 });
 
-interface Timing {
-  /** From sending the request to the first content / the last token, ms. */
-  ttft: number;
-  total: number;
-  tokens: number;
-  text: string;
-}
+type Timing = StreamTiming;
 
 /** One streamed request, timed from the client's side: first content chunk, finish chunk. */
-async function streamOnce(url: string, body: unknown): Promise<Timing> {
-  const t0 = performance.now();
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`server answered ${res.status}: ${await res.text()}`);
-  let first = 0;
-  let end = 0;
-  let text = "";
-  let tokens = 0;
-  let buf = "";
-  for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
-    buf += chunk;
-    let i;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const data = buf.slice(6, i);
-      buf = buf.slice(i + 2);
-      if (data === "[DONE]") continue;
-      const ev = JSON.parse(data);
-      const choice = ev.choices[0];
-      if (choice?.delta?.content) {
-        first ||= performance.now();
-        text += choice.delta.content;
-      }
-      if (choice?.finish_reason) end = performance.now();
-      if (ev.usage) tokens = ev.usage.completion_tokens;
-    }
-  }
-  return { ttft: first - t0, total: end - t0, tokens, text };
-}
+const streamOnce = streamChat;
 
 if (values.client) {
   // Client mode: one request per stdin line, one JSON timing line back.
@@ -189,7 +153,7 @@ try {
     if (tokens !== tokensWanted) {
       throw new Error(`in-process generated ${tokens} tokens, not ${tokensWanted}`);
     }
-    return { ttft: first - t0, total: end - t0, tokens, text };
+    return { ttft: first - t0, total: end - t0, tokens, text, promptTokens: 0, cachedTokens: 0 };
   };
 
   // The HTTP client runs in its own process, driven over its stdin/stdout.

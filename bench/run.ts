@@ -8,6 +8,7 @@ import { ensureBenchModels } from "../tools/models/bench_models.ts";
 
 const BENCHES = [
   "chat",
+  "llama",
   "responsiveness",
   "embeddings",
   "whisper",

@@ -3,10 +3,14 @@
 // JavaScript from llama.cpp's threads), and one call per batch: the server hands over flat arrays of tokens,
 // positions, sequence ids and output flags, and gets the output rows' logits copied into its own buffer.
 // Everything else (tokenizer, vocabulary, metadata, KV memory) the server calls in libllama itself.
+// clock_gettime is POSIX, not C11.
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "llama.h"
 
@@ -208,4 +212,51 @@ LSHIM_API int32_t lshim_chat_template(const struct llama_model * model, char * b
     int32_t n = (int32_t) strlen(t);
     if (n < cap) memcpy(buf, t, (size_t) n + 1);
     return n;
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/**
+ * The benchmark's baseline: libllama's own decode loop with no server around it, as llama-bench runs it. Reads
+ * an `n_prompt`-token prompt in one llama_decode, then decodes `n_gen` tokens one llama_decode each (greedy on
+ * the logits, so the tokens depend on the model as in a real generation) on sequence 0. out_ns gets the
+ * prompt's and the generation's nanoseconds. Returns 0 or the failing llama_decode status.
+ */
+LSHIM_API int32_t lshim_bench(struct llama_context * ctx, int32_t n_prompt, int32_t n_gen, int64_t * out_ns) {
+    const struct llama_model * model = llama_get_model(ctx);
+    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    llama_memory_clear(llama_get_memory(ctx), true);
+    struct llama_batch b = llama_batch_init(n_prompt > 1 ? n_prompt : 1, 0, 1);
+    for (int32_t i = 0; i < n_prompt; i++) {
+        b.token[i] = 100 + (i * 7) % (n_vocab - 100);
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = i == n_prompt - 1;
+    }
+    b.n_tokens = n_prompt;
+    int64_t t0 = now_ns();
+    int32_t rc = llama_decode(ctx, b);
+    out_ns[0] = now_ns() - t0;
+    t0 = now_ns();
+    for (int32_t k = 0; rc == 0 && k < n_gen; k++) {
+        const float * l = llama_get_logits_ith(ctx, -1);
+        int32_t best = 0;
+        for (int32_t t = 1; t < n_vocab; t++) if (l[t] > l[best]) best = t;
+        b.token[0] = best;
+        b.pos[0] = n_prompt + k;
+        b.n_seq_id[0] = 1;
+        b.seq_id[0][0] = 0;
+        b.logits[0] = 1;
+        b.n_tokens = 1;
+        rc = llama_decode(ctx, b);
+    }
+    out_ns[1] = now_ns() - t0;
+    llama_memory_clear(llama_get_memory(ctx), true);
+    llama_batch_free(b);
+    return rc;
 }

@@ -1,6 +1,6 @@
 // Owns the SmolLM2-135M-Instruct-shaped benchmark model: the real architecture (Llama, 30 layers, hidden 576,
 // 9 heads / 3 KV heads, vocab 49152, tied embeddings) with seeded random weights, as fp32, q8 and q4 ONNX,
-// plus a 49152-entry byte-level BPE tokenizer (trained merges topped up with synthetic ones) and the chat
+// and as Q8_0 and Q4_0 GGUF (gguf/), plus a 49152-entry byte-level BPE tokenizer (trained merges topped up with synthetic ones) and the chat
 // template. Its output is gibberish by design: it exists to measure speed and memory at a real size.
 import { join } from "node:path";
 import { BYTE_TOKENS, type Merge, preTokenize, trainBpe, writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
@@ -11,8 +11,9 @@ import { writeJson } from "./model_files.ts";
 import { MS_DOMAIN } from "./onnx_builder.ts";
 import { ONNX_FILE, type WeightFormat } from "./onnx_quantize.ts";
 import { Prng } from "./prng.ts";
+import { bpeTokenizerMeta, decoderGguf } from "./gguf_writer.ts";
 
-export const VERSION = "smollm2-135m-bench-1";
+export const VERSION = "smollm2-135m-bench-2";
 
 export const SMOLLM2_SHAPE: DecoderShape = {
   vocabSize: 49152,
@@ -144,5 +145,26 @@ export async function generate(outDir: string): Promise<void> {
     await buildDecoder(s, weights, format).save(join(outDir, "onnx"), ONNX_FILE[format], {
       extraOpsets: format === "q4" ? { [MS_DOMAIN]: 1 } : {},
     });
+  }
+  // The same weights as GGUF Q8_0 and Q4_0 for the llama.cpp backend and its benchmark.
+  const tokenizer = bpeTokenizerMeta(JSON.parse(await Deno.readTextFile(join(outDir, "tokenizer.json"))));
+  await Deno.mkdir(join(outDir, "gguf"), { recursive: true });
+  for (const type of ["Q8_0", "Q4_0"] as const) {
+    await Deno.writeFile(
+      join(outDir, "gguf", `smollm2-135m-${type}.gguf`),
+      decoderGguf({
+        arch: "llama",
+        name: "smollm2-135m-bench",
+        shape: s,
+        weights,
+        type,
+        contextLength: 8192,
+        tokenizer,
+        bosId: 1,
+        eosId: 2,
+        padId: 2,
+        chatTemplate: SMOLLM2_CHAT_TEMPLATE,
+      }),
+    );
   }
 }

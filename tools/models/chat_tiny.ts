@@ -14,7 +14,7 @@ import { Prng } from "./prng.ts";
 import { bpeTokenizerMeta, decoderGguf, type GgmlType } from "./gguf_writer.ts";
 import { MS_DOMAIN } from "./onnx_builder.ts";
 
-export const VERSION = "chat-tiny-2";
+export const VERSION = "chat-tiny-3";
 export const CHAT_TINY_CONTEXT = 1024;
 const FORMATS: WeightFormat[] = ["fp32", "q8", "q4"];
 const GGUF_TYPES: GgmlType[] = ["F32", "Q8_0"];
@@ -112,6 +112,8 @@ export async function generate(outDir: string): Promise<void> {
         eosId: id(IM_END),
         padId: id(ENDOFTEXT),
         chatTemplate: QWEN25_CHAT_TEMPLATE,
+        // Greedy by default, as the ONNX export's generation_config says.
+        temperature: 0,
       }),
     );
   }

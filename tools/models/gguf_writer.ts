@@ -269,6 +269,8 @@ export interface DecoderGgufSpec {
   eosId: number;
   padId: number;
   chatTemplate: string;
+  /** Default sampling temperature (general.sampling.temp), as a generation_config would give it. */
+  temperature?: number;
 }
 
 export function decoderGguf(s: DecoderGgufSpec): Uint8Array {
@@ -302,6 +304,7 @@ export function decoderGguf(s: DecoderGgufSpec): Uint8Array {
     "tokenizer.chat_template": s.chatTemplate,
   };
   if (a === "llama") meta[`${a}.vocab_size`] = { u32: d.vocabSize };
+  if (s.temperature !== undefined) meta["general.sampling.temp"] = { f32: s.temperature };
   const mat = (name: string, m: Float32Array, inDim: number, outDim: number): GgufTensor => ({
     name,
     ne: [inDim, outDim],

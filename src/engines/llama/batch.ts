@@ -38,13 +38,18 @@ export class DecodeBatcher {
     private readonly nVocab: number,
     /** Called when the KV cache is full; returns true when it freed something worth a retry. */
     private readonly makeRoom: () => boolean,
+    /** Sequences open now: once that many have queued work, nobody else is coming and the round starts. */
+    private readonly open: () => number = () => Infinity,
   ) {
     this.#tokens = new Int32Array(nBatch);
     this.#pos = new Int32Array(nBatch);
     this.#seq = new Int32Array(nBatch);
     this.#out = new Int8Array(nBatch);
     this.#logits = new Float32Array(0);
-    this.#wake.port1.onmessage = () => this.#round();
+    this.#wake.port1.onmessage = () => {
+      this.#scheduled = false;
+      this.#round();
+    };
   }
 
   /** Decodes `tokens` at positions pos.. of `seq`; resolves with the logits after the last one. */
@@ -52,6 +57,8 @@ export class DecodeBatcher {
     if (tokens.length === 0) return Promise.reject(new Error("nothing to decode"));
     return new Promise((resolve, reject) => {
       this.#queue.push({ seq, tokens, pos, done: 0, resolve, reject });
+      // Every open sequence is waiting: start now instead of after a macrotask hop (one stream's every token).
+      if (this.#queue.length >= this.open()) return this.#round();
       if (!this.#scheduled) {
         this.#scheduled = true;
         this.#wake.port2.postMessage(null);
@@ -67,7 +74,6 @@ export class DecodeBatcher {
   }
 
   #round(): void {
-    this.#scheduled = false;
     if (this.#queue.length === 0) return;
     // Steps (one token left) first so running streams never wait behind a long prompt; then prompts in order.
     const order = [...this.#queue].sort((a, b) =>

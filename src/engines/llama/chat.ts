@@ -91,7 +91,13 @@ export class LlamaChat implements ChatBackend {
       state: "free" as const,
       closedAt: 0,
     }));
-    this.batcher = new DecodeBatcher(ctx, opts.nBatch, info.nVocab, () => this.#evictCached());
+    this.batcher = new DecodeBatcher(
+      ctx,
+      opts.nBatch,
+      info.nVocab,
+      () => this.#evictCached(),
+      () => this.#handles.size,
+    );
     this.backend = opts.description;
   }
 

@@ -21,6 +21,7 @@ const SYMBOLS = {
   lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32"], result: "void" },
   lshim_seq_cp: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "void" },
   lshim_chat_template: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
+  lshim_bench: { parameters: ["pointer", "i32", "i32", "buffer"], result: "i32" },
   llama_model_meta_val_str: { parameters: ["pointer", "buffer", "buffer", "usize"], result: "i32" },
   llama_pooling_type: { parameters: ["pointer"], result: "i32" },
   llama_free: { parameters: ["pointer"], result: "void" },
@@ -261,6 +262,17 @@ export class LlamaContext {
     const rc = this.model.sym.lshim_embed(this.#ptr, tokens, lens, inputs.length, out, dims);
     if (rc !== 0) return rc;
     return inputs.map((_, i) => out.slice(i * dims, (i + 1) * dims));
+  }
+
+  /**
+   * libllama's own decode loop, for the benchmark's baseline: an n-token prompt, then `gen` single-token
+   * decodes (greedy in C). Returns milliseconds for each part.
+   */
+  benchDecode(prompt: number, gen: number): { promptMs: number; genMs: number } {
+    const ns = new BigInt64Array(2);
+    const rc = this.model.sym.lshim_bench(this.#ptr, prompt, gen, ns);
+    if (rc !== 0) throw new Error(`llama_decode failed (${rc})`);
+    return { promptMs: Number(ns[0]) / 1e6, genMs: Number(ns[1]) / 1e6 };
   }
 
   /** Drops positions [p0, p1) of a sequence (-1: open end). */

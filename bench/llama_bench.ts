@@ -1,0 +1,220 @@
+// Benchmark of the llama.cpp backend on the SmolLM2-135M-shaped GGUF files (Q8_0, Q4_0; random weights), all
+// in one run, CPU, 2 threads by default:
+//  1. Decode tok/s and TTFT through the server (streamed over HTTP) against libllama's own decode loop on the
+//     same file (lshim_bench: llama_decode in a C loop, greedy, no server; what llama-bench's tg measures).
+//     Server decode is timed by the caller at two lengths (ignore_eos), so prefill and fixed costs cancel.
+//  2. Concurrency: 1, 4 and 8 streams arriving together (distinct prompts, so no prefix cache): aggregate
+//     tok/s, TTFT p50/max, per-stream decode tok/s. Goals at 8: TTFT max <= 8 idle prefills + 10%, p50 <= 5x
+//     idle, aggregate >= the 1-stream figure.
+//  3. The second turn of a conversation with a ~1000-token history: TTFT with the cached prefix vs the same
+//     prompt cold. Goal: <= 15%.
+//
+//   deno run -A bench/llama_bench.ts [--threads 2] [--rounds 5] [--new-tokens 64] [--parallel 8]
+import { parseArgs } from "node:util";
+import { join } from "node:path";
+import { parseConfig } from "../src/config.ts";
+import { createLogger } from "../src/log.ts";
+import { startServer } from "../src/server.ts";
+import { builtinLoaders } from "../src/loaders.ts";
+import { LlamaContext, LlamaModel, openLlama } from "../src/engines/llama/ffi.ts";
+import { median, percentile } from "./stats.ts";
+import { streamChat } from "./sse_client.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const DIR = "models/generated/bench/smollm2-135m-instruct/gguf";
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    threads: { type: "string", default: "2" },
+    rounds: { type: "string", default: "5" },
+    "new-tokens": { type: "string", default: "64" },
+    parallel: { type: "string", default: "8" },
+  },
+});
+const threads = Number(values.threads);
+const rounds = Number(values.rounds);
+const N = Number(values["new-tokens"]);
+const TYPES = ["Q8_0", "Q4_0"] as const;
+
+const WORDS =
+  ("the people of the river town build small boats from old wood and paint them blue before the " +
+    "summer market where farmers sell fresh bread cheese apples honey and warm soup to travelers").split(" ");
+let nonce = 0;
+/** A ~`words`-word text that starts differently every call (no shared prefix with earlier prompts). */
+function text(words: number): string {
+  const n = ++nonce;
+  return `Note ${n}: ` + Array.from({ length: words }, (_, i) => WORDS[(i * 7 + n) % WORDS.length]).join(" ");
+}
+const ask = (model: string, messages: unknown[], tokens: number) => ({
+  model,
+  messages,
+  stream: true,
+  stream_options: { include_usage: true },
+  max_tokens: tokens,
+  ignore_eos: true,
+  // Greedy, as libllama's loop picks its tokens (argmax in C): the comparison is decode, not sampling.
+  temperature: 0,
+});
+
+// 1a. libllama's own loop, in this process, before the server exists (nothing else on the cores).
+const baseline: Record<string, { tg: number; ppMs: number }> = {};
+{
+  const sym = openLlama();
+  for (const t of TYPES) {
+    const model = new LlamaModel(sym, join(ROOT, DIR, `smollm2-135m-${t}.gguf`), { gpuLayers: 0 });
+    const ctx = new LlamaContext(model, {
+      nCtx: 2048,
+      nBatch: 512,
+      nSeqMax: 1,
+      threads,
+      embeddings: false,
+      pooling: -1,
+    });
+    ctx.benchDecode(32, 8);
+    const runs = Array.from({ length: rounds }, () => ctx.benchDecode(128, N));
+    baseline[t] = {
+      tg: median(runs.map((r) => (N / r.genMs) * 1000)),
+      ppMs: median(runs.map((r) => r.promptMs)),
+    };
+    ctx.free();
+    model.free();
+  }
+}
+
+const tmp = await Deno.makeTempDir({ prefix: "llama-bench-" });
+const manifest = join(tmp, "manifest.json");
+await Deno.writeTextFile(
+  manifest,
+  JSON.stringify({
+    models: Object.fromEntries(
+      TYPES.map((t) => [t, { task: "chat", path: join(DIR, `smollm2-135m-${t}.gguf`), device: "cpu" }]),
+    ),
+  }),
+);
+const { config } = parseConfig(
+  [
+    "--port=0",
+    `--models-dir=${ROOT}`,
+    `--manifest=${manifest}`,
+    "--device=cpu",
+    `--threads=${threads}`,
+    `--parallel=${values.parallel}`,
+    "--offline",
+    "--preload=false",
+    "--queue-size=64",
+  ],
+  {},
+  ROOT,
+);
+const server = await startServer(config!, {
+  loaders: builtinLoaders(config!),
+  log: createLogger("json", () => {}),
+});
+const url = server.url;
+
+const out: string[] = [];
+const f1 = (x: number) => x.toFixed(1);
+out.push(
+  `SmolLM2-135M shape (random weights), GGUF, ${threads} threads, ${N} new tokens, ~128-token prompts; ` +
+    `server --parallel=${values.parallel}.`,
+  "",
+  "| quant | libllama decode tok/s | server decode tok/s | server / libllama | libllama prompt ms | server TTFT ms |",
+  "|---|---|---|---|---|---|",
+);
+const conc: string[] = [
+  "| quant | streams | aggregate tok/s | TTFT p50 ms | TTFT max ms | per-stream decode tok/s |",
+  "|---|---|---|---|---|---|",
+];
+const cache: string[] = [
+  "| quant | history tokens | TTFT cold ms | TTFT cached ms | cached / cold | cached_tokens |",
+  "|---|---|---|---|---|---|",
+];
+const goals: string[] = [];
+
+for (const t of TYPES) {
+  const user = (words = 100) => [{ role: "user", content: text(words) }];
+  await streamChat(url, ask(t, user(), 8)); // load + warm up
+  // 1b. Server decode at two lengths; TTFT of a cold ~128-token prompt.
+  const long: number[] = [];
+  const short: number[] = [];
+  const ttft: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const a = await streamChat(url, ask(t, user(), N));
+    const b = await streamChat(url, ask(t, user(), N / 4));
+    long.push(a.total), short.push(b.total), ttft.push(a.ttft, b.ttft);
+  }
+  const serverTg = ((N - N / 4) / (median(long) - median(short))) * 1000;
+  const idleTtft = median(ttft);
+  out.push(
+    `| ${t} | ${f1(baseline[t].tg)} | ${f1(serverTg)} | ${(serverTg / baseline[t].tg * 100).toFixed(1)}% | ` +
+      `${f1(baseline[t].ppMs)} | ${f1(idleTtft)} |`,
+  );
+  // 2. Streams arriving together.
+  let oneStream = 0;
+  for (const streams of [1, 4, 8]) {
+    const t0 = performance.now();
+    const runs = await Promise.all(Array.from({ length: streams }, () => streamChat(url, ask(t, user(), N))));
+    const wall = performance.now() - t0;
+    const tokens = runs.reduce((n, r) => n + r.tokens, 0);
+    const aggregate = (tokens / wall) * 1000;
+    if (streams === 1) oneStream = aggregate;
+    const firsts = runs.map((r) => r.ttft).sort((a, b) => a - b);
+    const perStream = median(runs.map((r) => ((r.tokens - 1) / (r.total - r.ttft)) * 1000));
+    conc.push(
+      `| ${t} | ${streams} | ${f1(aggregate)} | ${f1(percentile(firsts, 50))} | ${f1(firsts.at(-1)!)} | ` +
+        `${f1(perStream)} |`,
+    );
+    if (streams === 8) {
+      goals.push(
+        `${t} at 8 streams: TTFT max ${f1(firsts.at(-1)!)} ms vs 8 idle prefills + 10% ${
+          f1(8 * idleTtft * 1.1)
+        } ms; TTFT p50 ${(percentile(firsts, 50) / idleTtft).toFixed(1)}x idle (goal <= 5x); aggregate ${
+          (aggregate / oneStream).toFixed(2)
+        }x the 1-stream figure (goal >= 1).`,
+      );
+    }
+  }
+  // 3. Second turn over a ~1000-token history, against the same prompt cold (a fresh first word).
+  const history = (first: string) => {
+    const msgs: { role: string; content: string }[] = [{
+      role: "system",
+      content: `${first} You are helpful.`,
+    }];
+    for (let i = 0; i < 8; i++) {
+      msgs.push({ role: "user", content: text(50) }, { role: "assistant", content: text(50) });
+    }
+    return msgs;
+  };
+  const cold: number[] = [];
+  const warm: number[] = [];
+  let cachedTokens = 0;
+  let promptTokens = 0;
+  for (let r = 0; r < rounds; r++) {
+    const h = history(`Session ${++nonce}.`);
+    const first = await streamChat(url, ask(t, [...h, { role: "user", content: "Go on." }], 16));
+    const turn2 = [...h, { role: "user", content: "Go on." }, { role: "assistant", content: first.text }, {
+      role: "user",
+      content: "And then?",
+    }];
+    const second = await streamChat(url, ask(t, turn2, 8));
+    warm.push(second.ttft);
+    cachedTokens = second.cachedTokens;
+    promptTokens = second.promptTokens;
+    const fresh = [{ role: "system", content: `Session ${++nonce}x. You are helpful.` }, ...turn2.slice(1)];
+    cold.push((await streamChat(url, ask(t, fresh, 8))).ttft);
+  }
+  const ratio = median(warm) / median(cold);
+  cache.push(
+    `| ${t} | ${promptTokens} | ${f1(median(cold))} | ${f1(median(warm))} | ${(ratio * 100).toFixed(1)}% | ` +
+      `${cachedTokens} |`,
+  );
+  goals.push(
+    `${t}: server decode ${(serverTg / baseline[t].tg * 100).toFixed(1)}% of libllama (goal >= 95%); ` +
+      `second-turn TTFT ${(ratio * 100).toFixed(1)}% of cold (goal <= 15%).`,
+  );
+}
+
+console.log([...out, "", ...conc, "", ...cache, "", ...goals.map((g) => `- ${g}`)].join("\n"));
+await server.shutdown();
+await Deno.remove(tmp, { recursive: true });
+Deno.exit(0);
