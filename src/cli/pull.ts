@@ -78,12 +78,13 @@ function resolveTarget(doc: ManifestDoc, arg: string, manifestPath: string): Tar
 /** The id a new entry gets when none is given: the repo's name, or whisper-<size> for a ggml file. */
 export function derivedId(plan: PullPlan, repo: string): string {
   if (plan.kind === "whisper") return `whisper-${plan.file!.replace(/^ggml-/, "").replace(/\.bin$/, "")}`;
+  if (plan.kind === "gguf") return plan.file!.split("/").pop()!.replace(/\.gguf$/i, "").toLowerCase();
   return repo.split("/")[1].toLowerCase();
 }
 
 function sameSource(spec: Record<string, unknown>, repo: string, plan: PullPlan): boolean {
   if (typeof spec.repo !== "string" || spec.repo.toLowerCase() !== repo.toLowerCase()) return false;
-  if (plan.kind !== "whisper") return true;
+  if (plan.kind === "transformers") return true;
   return (spec.options as Record<string, unknown> | undefined)?.file === plan.file;
 }
 
@@ -104,7 +105,7 @@ export function applyPull(
   delete spec.path;
   if (plan.kind === "transformers") spec.dtype = plan.dtype;
   else delete spec.dtype;
-  if (plan.kind === "whisper") {
+  if (plan.kind !== "transformers") {
     spec.options = { ...(spec.options as Record<string, unknown> | undefined), file: plan.file };
   }
   if (!existing) spec.created = now;
@@ -194,7 +195,7 @@ export async function runPull(
   for (const f of res.pulled) counts.set(f.status, (counts.get(f.status) ?? 0) + 1);
   const how = [...counts].map(([s, n]) => `${n} ${s === "present" ? "already there" : s}`).join(", ");
   const total = res.pulled.reduce((n, f) => n + f.size, 0);
-  const what = res.kind === "whisper" ? res.file : `dtype ${res.dtype}`;
+  const what = res.kind !== "transformers" ? res.file : `dtype ${res.dtype}`;
   io.out(
     `pulled ${res.repo}@${
       res.commit.slice(0, 12)

@@ -1,5 +1,6 @@
 // Owns which files of a hub repo a model needs: for transformers.js repos the config/tokenizer files and the
-// ONNX weights of one dtype (with their external `_data` files), for whisper.cpp repos one `ggml-*.bin`.
+// ONNX weights of one dtype (with their external `_data` files), for whisper.cpp repos one `ggml-*.bin`, for
+// GGUF repos (llama.cpp) one `.gguf` file.
 // Also owns the task a repo serves and the dtype chosen when none is asked for.
 import type { Task } from "../model_kinds.ts";
 import { HubError } from "./errors.ts";
@@ -25,6 +26,9 @@ const PIPELINE_TASK: Record<string, Task> = {
 };
 
 const GGML = /^ggml-[^/]+\.bin$/;
+const GGUF = /\.gguf$/i;
+/** GGUF quants preferred when none is named: the usual size/quality balance first. */
+const GGUF_ORDER = ["q4_k_m", "q4_k_s", "q5_k_m", "q4_0", "q8_0", "q6_k", "f16"];
 /** Small files transformers.js and the engines read besides the weights. */
 const SIDE_FILE = /\.(json|txt|jinja|model|tiktoken)$/;
 /** Folders of sentence-transformers modules (1_Pooling/config.json) sit beside the weights. */
@@ -33,16 +37,16 @@ const MODULE_DIR = /^\d+_[A-Za-z]+$/;
 export interface PullWish {
   task?: Task;
   dtype?: string;
-  /** The ggml file of a whisper.cpp repo. */
+  /** The ggml file of a whisper.cpp repo, or the .gguf file of a GGUF repo. */
   file?: string;
 }
 
 export interface PullPlan {
-  kind: "transformers" | "whisper";
+  kind: "transformers" | "whisper" | "gguf";
   task: Task;
   /** transformers repos: the weight type chosen. */
   dtype?: string;
-  /** whisper repos: the ggml file chosen. */
+  /** whisper and GGUF repos: the one file chosen. */
   file?: string;
   files: HubFile[];
 }
@@ -94,6 +98,10 @@ export function planPull(info: RepoInfo, wish: PullWish): PullPlan {
   const ggml = info.files.filter((f) => GGML.test(f.path));
   const wantsWhisper = wish.task === "transcription" || (wish.file !== undefined && GGML.test(wish.file));
   if (ggml.length > 0 && (wantsWhisper || !hasOnnx)) return planWhisper(info, ggml, wish);
+  const gguf = info.files.filter((f) => GGUF.test(f.path));
+  if (gguf.length > 0 && (!hasOnnx || (wish.file !== undefined && GGUF.test(wish.file)))) {
+    return planGguf(info, gguf, wish);
+  }
   if (!hasOnnx) {
     throw new HubError(
       `${info.repo} has neither ONNX weights under onnx/ nor ggml-*.bin files: not a model this server runs`,
@@ -122,6 +130,36 @@ function planWhisper(info: RepoInfo, ggml: HubFile[], wish: PullWish): PullPlan 
     );
   }
   return { kind: "whisper", task: "transcription", file: chosen.path, files: [chosen] };
+}
+
+function planGguf(info: RepoInfo, gguf: HubFile[], wish: PullWish): PullPlan {
+  const task = wish.task ?? taskOfPipeline(info.pipelineTag) ?? "chat";
+  if (task === "transcription") {
+    throw new HubError(`${info.repo} holds GGUF files: not a transcription model`);
+  }
+  let chosen: HubFile | undefined;
+  if (wish.file) {
+    chosen = gguf.find((f) => f.path === wish.file);
+    if (!chosen) {
+      throw new HubError(`${info.repo} has no ${wish.file}; it has ${listSome(gguf.map((f) => f.path))}`);
+    }
+  } else {
+    // Split files (-00001-of-00003) are not served; a single file in the preferred quant is.
+    const whole = gguf.filter((f) => !/-\d{5}-of-\d{5}\.gguf$/i.test(f.path));
+    const rank = (f: HubFile) => {
+      const i = GGUF_ORDER.findIndex((q) => f.path.toLowerCase().includes(q));
+      return i < 0 ? GGUF_ORDER.length : i;
+    };
+    chosen = whole.length === 1 ? whole[0] : whole.sort((a, b) => rank(a) - rank(b))[0];
+    if (!chosen || (whole.length > 1 && rank(chosen) === GGUF_ORDER.length)) {
+      throw new HubError(
+        `${info.repo} has ${gguf.length} GGUF files: choose one with --file (${
+          listSome(gguf.map((f) => f.path))
+        })`,
+      );
+    }
+  }
+  return { kind: "gguf", task, file: chosen.path, files: [chosen] };
 }
 
 function planTransformers(info: RepoInfo, wish: PullWish): PullPlan {

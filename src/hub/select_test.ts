@@ -9,6 +9,19 @@ function repo(paths: string[], pipelineTag?: string): RepoInfo {
   return { repo: "org/model", sha: "a".repeat(40), pipelineTag, files: paths.map((p) => f(p)) };
 }
 
+Deno.test("select: GGUF repos give one .gguf file: the one named, else the preferred quant", () => {
+  const files = ["README.md", "m-q2_k.gguf", "m-q8_0.gguf", "m-q4_k_m.gguf", "m-f16-00001-of-00002.gguf"];
+  const plan = planPull(repo(files, "text-generation"), {});
+  assert.equal(plan.kind, "gguf");
+  assert.equal(plan.task, "chat");
+  assert.equal(plan.file, "m-q4_k_m.gguf");
+  assert.deepEqual(plan.files.map((x) => x.path), ["m-q4_k_m.gguf"]);
+  assert.equal(planPull(repo(files), { file: "m-q8_0.gguf" }).file, "m-q8_0.gguf");
+  assert.throws(() => planPull(repo(files), { file: "nope.gguf" }), /has no nope\.gguf/);
+  assert.throws(() => planPull(repo(["a.gguf", "b.gguf"]), {}), /choose one with --file/);
+  assert.throws(() => planPull(repo(files), { task: "transcription" }), HubError);
+});
+
 const TRANSFORMERS_REPO = [
   ".gitattributes",
   "README.md",

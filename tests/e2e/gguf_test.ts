@@ -265,3 +265,30 @@ Deno.test("gguf chat, embeddings and whisper.cpp transcription in one server pro
     assert.ok(heard.text.length > 0);
   });
 });
+
+Deno.test("gguf embeddings: pooled, normalized, and a batch equals its inputs one by one", async () => {
+  await withServer({
+    "embed-gguf": { task: "embedding", path: "generated/chat-tiny/gguf/chat-tiny-F32.gguf", device: "cpu" },
+  }, async (s) => {
+    const texts = ["the cat sat", "Hello there, how are you today?", "東京 🙂", "the cat sat"];
+    const batch = await s.client.embeddings.create({ model: "embed-gguf", input: texts });
+    assert.equal(batch.data.length, 4);
+    const one = await Promise.all(
+      texts.map(async (t) =>
+        (await s.client.embeddings.create({ model: "embed-gguf", input: t })).data[0].embedding
+      ),
+    );
+    for (const [i, d] of batch.data.entries()) {
+      assert.equal(d.embedding.length, 128);
+      const norm = Math.hypot(...d.embedding);
+      assert.ok(Math.abs(norm - 1) < 1e-5, `unit length (${norm})`);
+      // Sequences in one batch never see each other: each equals its own single-input run.
+      for (let k = 0; k < 128; k++) {
+        assert.ok(Math.abs(d.embedding[k] - one[i][k]) < 1e-5, `input ${i} dim ${k}`);
+      }
+    }
+    assert.deepEqual(batch.data[0].embedding, batch.data[3].embedding);
+    assert.notDeepEqual(batch.data[0].embedding, batch.data[1].embedding);
+    assert.ok(batch.usage.prompt_tokens > 4);
+  });
+});

@@ -12,6 +12,7 @@ import type { ManifestJson } from "../../src/engines/manifest.ts";
 const EMBED_SRC = join(MODELS_DIR, "generated", "embed-tiny");
 const EMBED = "test-org/embed-tiny";
 const WHISPER = "test-org/whisper-fake";
+const GGUF_REPO = "test-org/chat-tiny-GGUF";
 
 /** The generated model is written by tools/models; wait for its completion marker. */
 async function waitForGenerated(dir: string, timeoutMs = 300_000): Promise<void> {
@@ -58,6 +59,7 @@ Deno.test("pull and list: the real CLI against a local hub", async (t) => {
   const hub: FakeHub = await startFakeHub({
     [EMBED]: { dir: EMBED_SRC, pipelineTag: "feature-extraction" },
     [WHISPER]: { dir: whisperSrc, pipelineTag: "automatic-speech-recognition" },
+    [GGUF_REPO]: { dir: join(MODELS_DIR, "generated", "chat-tiny", "gguf"), pipelineTag: "text-generation" },
     "test-org/evil": {
       dir: EMBED_SRC,
       pipelineTag: "feature-extraction",
@@ -378,6 +380,38 @@ Deno.test("pull and list: the real CLI against a local hub", async (t) => {
         await server.close();
       }
     });
+
+    await t.step(
+      "GGUF repos: one .gguf file (the preferred quant), listed, then served by llama.cpp",
+      async () => {
+        const r = await cli(main, "pull", GGUF_REPO);
+        assert.equal(r.code, 0, show(r));
+        const dir = join(main, "hub", "test-org", "chat-tiny-GGUF");
+        assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["chat-tiny-Q8_0.gguf"]);
+        const src = await Deno.readFile(
+          join(MODELS_DIR, "generated", "chat-tiny", "gguf", "chat-tiny-Q8_0.gguf"),
+        );
+        assert.equal(sha256(await Deno.readFile(join(dir, "chat-tiny-Q8_0.gguf"))), sha256(src));
+        const m = await readManifest(main);
+        assert.deepEqual(m.models["chat-tiny-q8_0"].options, { file: "chat-tiny-Q8_0.gguf" });
+        assert.equal(m.models["chat-tiny-q8_0"].task, "chat");
+        const list = await cli(main, "list");
+        assert.match(list.stdout, /chat-tiny-q8_0 .*chat-tiny-Q8_0\.gguf/);
+        const server = await startTestServer({
+          manifest: m as ManifestJson,
+          flags: [`--models-dir=${main}`],
+        });
+        try {
+          const reply = await server.client.chat.completions.create({
+            model: "chat-tiny-q8_0",
+            messages: [{ role: "user", content: "Hi there!" }],
+          });
+          assert.equal(reply.choices[0].message.content, "Hello from chat-tiny!");
+        } finally {
+          await server.close();
+        }
+      },
+    );
   } finally {
     await hub.close();
     await Deno.remove(tmp, { recursive: true });

@@ -1,5 +1,5 @@
 // Owns embeddings on llama.cpp: a GGUF encoder (BERT-style) or decoder run with pooled outputs, using the
-// pooling type the GGUF declares; several inputs go into one batch as separate sequences. Vectors come back
+// pooling type the manifest or the GGUF declares (mean for decoders that declare none); several inputs go into one batch as separate sequences. Vectors come back
 // L2-normalized, as llama-server and OpenAI return them.
 import type { ModelEntry } from "../types.ts";
 import { LlamaContext, type LlamaModel } from "./ffi.ts";
@@ -27,9 +27,9 @@ export class LlamaEmbedding {
       nSeqMax: MAX_SEQS,
       threads,
       embeddings: true,
-      pooling: -1,
+      pooling: poolingOf(entry, model),
     });
-    const pooling = ["none", "mean", "cls", "last", "rank"][this.#ctx.pooling] ?? "model";
+    const pooling = POOLING[this.#ctx.pooling] ?? `type ${this.#ctx.pooling}`;
     this.backend = `llama.cpp cpu ${pooling} pooling`;
   }
 
@@ -64,6 +64,16 @@ export class LlamaEmbedding {
     this.model.free();
     return Promise.resolve();
   }
+}
+
+const POOLING = ["none", "mean", "cls", "last"];
+
+/** The manifest's options.pooling, else the GGUF's `<arch>.pooling_type`, else mean (decoder GGUFs say none). */
+function poolingOf(entry: ModelEntry, model: LlamaModel): number {
+  const asked = entry.options.pooling;
+  if (typeof asked === "string" && POOLING.indexOf(asked) > 0) return POOLING.indexOf(asked);
+  const declared = Number(model.meta(`${model.meta("general.architecture")}.pooling_type`));
+  return declared > 0 && declared < POOLING.length ? declared : 1;
 }
 
 function normalize(v: Float32Array): Float32Array {
