@@ -32,7 +32,7 @@ export function libName(base: string): string {
 export const SHIM_PATH = join(LIB_DIR, libName("whisper_shim"));
 export const CLI_PATH = join(BIN_DIR, Deno.build.os === "windows" ? "whisper-cli.exe" : "whisper-cli");
 
-async function exists(path: string): Promise<boolean> {
+export async function exists(path: string): Promise<boolean> {
   try {
     await Deno.stat(path);
     return true;
@@ -47,7 +47,7 @@ async function run(cmd: string, args: string[], cwd?: string): Promise<void> {
   if (code !== 0) throw new Error(`${cmd} exited with ${code}`);
 }
 
-async function sri(bytes: Uint8Array): Promise<string> {
+export async function sri(bytes: Uint8Array): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-512", bytes as Uint8Array<ArrayBuffer>));
   let bin = "";
   for (const b of digest) bin += String.fromCharCode(b);

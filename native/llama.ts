@@ -6,7 +6,7 @@
 // Usage: deno run -A native/llama.ts [--if-missing] [--force]
 import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { BUILD_DIR, libName, NATIVE_DIR } from "./build.ts";
+import { BUILD_DIR, exists, libName, NATIVE_DIR, sri } from "./build.ts";
 
 export const LLAMA_PACKAGE_VERSION = "3.22.1";
 /** npm `dist.integrity` of each pinned tarball. */
@@ -22,19 +22,10 @@ export const LLAMA_LIB_DIR = join(LLAMA_DIR, "lib");
 export const LLAMA_SHIM_PATH = join(LLAMA_LIB_DIR, libName("llama_shim"));
 const HEADERS_DIR = join(LLAMA_DIR, "include");
 
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
-}
-
 async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
   const out = await new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "inherit" }).output();
   if (out.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited with ${out.code}`);
   return new TextDecoder().decode(out.stdout);
-}
-
-async function sri(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-512", bytes as Uint8Array<ArrayBuffer>));
-  return "sha512-" + btoa(String.fromCharCode(...digest));
 }
 
 /** The package's tarball in native/build/, fetched from the npm registry once and checked every time. */

@@ -2,6 +2,7 @@
 // the official `openai` client and raw fetch: exact greedy replies and usage, streaming shapes, stop
 // sequences, max_tokens, n and seeds, logprobs, every 400 with its param, the context window, cancellation
 // freeing the model, and 429 from a full queue. chat-tiny's replies are documented in tools/models/README.md.
+import { WEATHER_TOOL } from "../support/tools.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { errorOf, MODELS_DIR, postRaw, startTestServer, type TestServer } from "../helpers.ts";
@@ -15,14 +16,6 @@ const HELLO = "Hello from chat-tiny!";
 const HELLO_TOKENS = 6;
 const UNICODE = "Café 東京 🙂";
 const UNICODE_TOKENS = 16;
-const WEATHER_TOOL = {
-  type: "function" as const,
-  function: {
-    name: "get_weather",
-    description: "Get the current weather for a city",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-  },
-};
 
 type Msg = { role: string; content: unknown; [k: string]: unknown };
 

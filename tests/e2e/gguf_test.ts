@@ -5,6 +5,7 @@
 // sequences, usage. Then what only this backend does: the prompt cache (exact cached_tokens, same reply as
 // uncached), 8 concurrent streams decoded together, a corrupt GGUF failing alone, and chat (GGUF), embeddings
 // and transcription (whisper.cpp, its own ggml) in one process.
+import { WEATHER_TOOL } from "../support/tools.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { toFile } from "openai";
@@ -12,14 +13,6 @@ import { GENERATED_MODELS, MODELS_DIR, REPO_ROOT, startTestServer, type TestServ
 import type { ManifestJson } from "../../src/engines/manifest.ts";
 
 const HELLO = "Hello from chat-tiny!";
-const WEATHER_TOOL = {
-  type: "function" as const,
-  function: {
-    name: "get_weather",
-    description: "Get the current weather for a city",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-  },
-};
 const HI = [{ role: "user" as const, content: "Hi there!" }];
 const WEATHER = [{ role: "user" as const, content: "What's the weather in Paris?" }];
 const SCHEMA = {

@@ -6,6 +6,7 @@
 // stream helper into the same calls, tool_choice none/auto/required/named/allowed_tools with schema-valid
 // arguments every time (constrained decoding), parallel_tool_calls, history rendering, the deprecated
 // functions/function_call, runTools' two-step loop, zodFunction tools, and every bad input as a 400.
+import { WEATHER_TOOL } from "../support/tools.ts";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { zodFunction } from "openai/helpers/zod";
@@ -14,14 +15,7 @@ import { prng } from "../support/synthetic_vocab.ts";
 import { randomSchema, validate } from "../support/constrain_support.ts";
 
 const MODEL = "chat-tiny";
-const WEATHER = {
-  type: "function" as const,
-  function: {
-    name: "get_weather",
-    description: "Get the current weather for a city",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-  },
-};
+const WEATHER = WEATHER_TOOL;
 const TIME = {
   type: "function" as const,
   function: {

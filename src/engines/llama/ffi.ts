@@ -170,19 +170,8 @@ export class LlamaModel {
 
   tokenize(text: string, opts: { addSpecial: boolean; parseSpecial: boolean }): number[] {
     const bytes = encoder.encode(text);
-    let out = new Int32Array(bytes.length + 8);
-    let n = this.sym.lshim_tokenize(
-      this.#ptr,
-      bytes,
-      bytes.length,
-      out,
-      out.length,
-      opts.addSpecial ? 1 : 0,
-      opts.parseSpecial ? 1 : 0,
-    );
-    if (n < 0) {
-      out = new Int32Array(-n);
-      n = this.sym.lshim_tokenize(
+    const run = (out: Int32Array) =>
+      this.sym.lshim_tokenize(
         this.#ptr,
         bytes,
         bytes.length,
@@ -191,7 +180,10 @@ export class LlamaModel {
         opts.addSpecial ? 1 : 0,
         opts.parseSpecial ? 1 : 0,
       );
-    }
+    let out = new Int32Array(bytes.length + 8);
+    let n = run(out);
+    // A negative count is the room needed.
+    if (n < 0) n = run(out = new Int32Array(-n));
     return Array.from(out.subarray(0, n));
   }
 
