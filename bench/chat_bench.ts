@@ -50,11 +50,6 @@ const { values } = parseArgs({
   },
 });
 
-type Timing = StreamTiming;
-
-/** One streamed request, timed from the client's side: first content chunk, finish chunk. */
-const streamOnce = streamChat;
-
 if (values.client) {
   // Client mode: one request per stdin line, one JSON timing line back.
   const encoder = new TextEncoder();
@@ -65,7 +60,7 @@ if (values.client) {
     while ((i = pending.indexOf("\n")) >= 0) {
       const line = pending.slice(0, i);
       pending = pending.slice(i + 1);
-      const timing = await streamOnce(values.client, JSON.parse(line));
+      const timing = await streamChat(values.client, JSON.parse(line));
       await Deno.stdout.write(encoder.encode(JSON.stringify(timing) + "\n"));
     }
   }
@@ -134,7 +129,7 @@ try {
   const shortTokens = Math.max(2, Math.round(newTokens / 4));
 
   /** In-process: the pipeline (template, tokenize, generate), timed as a caller sees it. */
-  const inProcess = async (tokensWanted: number): Promise<Timing> => {
+  const inProcess = async (tokensWanted: number): Promise<StreamTiming> => {
     const job: ChatJob = { ...fixedLengthJob(messages, tokensWanted), seed: BigInt(SEED) };
     const t0 = performance.now();
     let first = 0;
@@ -179,7 +174,7 @@ try {
   });
 
   /** Through the server: streamed over HTTP to the client process. */
-  const served = async (tokensWanted: number): Promise<Timing> => {
+  const served = async (tokensWanted: number): Promise<StreamTiming> => {
     await clientWriter.write(new TextEncoder().encode(JSON.stringify(request(tokensWanted)) + "\n"));
     let i;
     while ((i = clientBuf.indexOf("\n")) < 0) {
@@ -187,7 +182,7 @@ try {
       if (done) throw new Error("the client process ended");
       clientBuf += value;
     }
-    const timing = JSON.parse(clientBuf.slice(0, i)) as Timing;
+    const timing = JSON.parse(clientBuf.slice(0, i)) as StreamTiming;
     clientBuf = clientBuf.slice(i + 1);
     if (timing.tokens !== tokensWanted) {
       throw new Error(`the server generated ${timing.tokens} tokens, not ${tokensWanted}`);

@@ -12,15 +12,11 @@
 //   deno run -A bench/llama_bench.ts [--threads 2] [--rounds 5] [--new-tokens 64] [--parallel 8]
 import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { parseConfig } from "../src/config.ts";
-import { createLogger } from "../src/log.ts";
-import { startServer } from "../src/server.ts";
-import { builtinLoaders } from "../src/loaders.ts";
 import { LlamaContext, LlamaModel, openLlama } from "../src/engines/llama/ffi.ts";
 import { median, percentile } from "./stats.ts";
 import { streamChat } from "./sse_client.ts";
+import { ROOT, startBenchServer } from "./bench_server.ts";
 
-const ROOT = new URL("../", import.meta.url).pathname;
 const DIR = "models/generated/bench/smollm2-135m-instruct/gguf";
 const { values } = parseArgs({
   args: Deno.args,
@@ -81,36 +77,12 @@ const baseline: Record<string, { tg: number; ppMs: number }> = {};
   }
 }
 
-const tmp = await Deno.makeTempDir({ prefix: "llama-bench-" });
-const manifest = join(tmp, "manifest.json");
-await Deno.writeTextFile(
-  manifest,
-  JSON.stringify({
-    models: Object.fromEntries(
-      TYPES.map((t) => [t, { task: "chat", path: join(DIR, `smollm2-135m-${t}.gguf`), device: "cpu" }]),
-    ),
-  }),
+const { url, close } = await startBenchServer(
+  Object.fromEntries(
+    TYPES.map((t) => [t, { task: "chat", path: join(DIR, `smollm2-135m-${t}.gguf`), device: "cpu" }]),
+  ),
+  [`--threads=${threads}`, `--parallel=${values.parallel}`],
 );
-const { config } = parseConfig(
-  [
-    "--port=0",
-    `--models-dir=${ROOT}`,
-    `--manifest=${manifest}`,
-    "--device=cpu",
-    `--threads=${threads}`,
-    `--parallel=${values.parallel}`,
-    "--offline",
-    "--preload=false",
-    "--queue-size=64",
-  ],
-  {},
-  ROOT,
-);
-const server = await startServer(config!, {
-  loaders: builtinLoaders(config!),
-  log: createLogger("json", () => {}),
-});
-const url = server.url;
 
 const out: string[] = [];
 const f1 = (x: number) => x.toFixed(1);
@@ -215,6 +187,5 @@ for (const t of TYPES) {
 }
 
 console.log([...out, "", ...conc, "", ...cache, "", ...goals.map((g) => `- ${g}`)].join("\n"));
-await server.shutdown();
-await Deno.remove(tmp, { recursive: true });
+await close();
 Deno.exit(0);

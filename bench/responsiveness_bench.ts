@@ -6,14 +6,8 @@
 //
 //   deno run -A bench/responsiveness_bench.ts [--threads 2] [--new-tokens 32]
 import { parseArgs } from "node:util";
-import { join } from "node:path";
-import { parseConfig } from "../src/config.ts";
-import { createLogger } from "../src/log.ts";
-import { startServer } from "../src/server.ts";
-import { builtinLoaders } from "../src/loaders.ts";
 import { firstModelDir, median, percentile } from "./stats.ts";
-
-const ROOT = new URL("../", import.meta.url).pathname;
+import { ROOT, startBenchServer } from "./bench_server.ts";
 const { values } = parseArgs({
   args: Deno.args,
   options: { threads: { type: "string", default: "2" }, "new-tokens": { type: "string", default: "32" } },
@@ -24,37 +18,11 @@ const embedDir = firstModelDir(ROOT, [
   "models/generated/embed-tiny",
 ]);
 
-const tmp = await Deno.makeTempDir({ prefix: "resp-bench-" });
-const manifest = join(tmp, "manifest.json");
-await Deno.writeTextFile(
-  manifest,
-  JSON.stringify({
-    models: {
-      "chat-q8": { task: "chat", path: chatDir, dtype: "q8", device: "cpu" },
-      "chat-q4": { task: "chat", path: chatDir, dtype: "q4", device: "cpu" },
-      embed: { task: "embedding", path: embedDir, dtype: "fp32", device: "cpu" },
-    },
-  }),
-);
-const { config } = parseConfig(
-  [
-    "--port=0",
-    `--models-dir=${ROOT}`,
-    `--manifest=${manifest}`,
-    "--device=cpu",
-    `--threads=${values.threads}`,
-    "--offline",
-    "--preload=false",
-    "--queue-size=64",
-  ],
-  {},
-  ROOT,
-);
-const server = await startServer(config!, {
-  loaders: builtinLoaders(config!),
-  log: createLogger("json", () => {}),
-});
-const url = server.url;
+const { server, url, close } = await startBenchServer({
+  "chat-q8": { task: "chat", path: chatDir, dtype: "q8", device: "cpu" },
+  "chat-q4": { task: "chat", path: chatDir, dtype: "q4", device: "cpu" },
+  embed: { task: "embedding", path: embedDir, dtype: "fp32", device: "cpu" },
+}, [`--threads=${values.threads}`]);
 const newTokens = Number(values["new-tokens"]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -138,7 +106,6 @@ try {
     ].join("\n"),
   );
 } finally {
-  await server.shutdown();
-  await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  await close();
 }
 Deno.exit(0);

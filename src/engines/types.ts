@@ -249,6 +249,8 @@ export interface ChatBackend {
   readonly tokenizerJson: unknown;
   /** Each token's bytes (null: never text), for backends without a tokenizer.json; preferred when present. */
   tokenBytes?(): readonly (Uint8Array | null)[];
+  /** Jobs it decodes together (its model's queue admits this many); one at a time when absent. */
+  readonly parallel?: number;
   /** The chat template's text (e.g. to detect the model's tool-call format). */
   readonly chatTemplate: string | null;
   /** Sampling defaults from the model's generation_config (used where a request sets none). */

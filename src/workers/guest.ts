@@ -49,13 +49,14 @@ async function load(req: LoadRequest): Promise<void> {
   const llama = req.entry.engine === "llama.cpp";
   try {
     if (req.task === "chat") {
-      const backend = llama ? await loadLlamaChat(req.entry, ctx) : await loadChatBackend(req.entry, ctx);
+      const backend: ChatBackend = llama
+        ? await loadLlamaChat(req.entry, ctx)
+        : await loadChatBackend(req.entry, ctx);
       chat = backend;
       const info: ChatInfo = {
         backend: backend.backend,
         contextLength: backend.contextLength,
-        // The pipeline runs jobs concurrently here; only llama.cpp decodes them together.
-        parallel: "parallel" in backend ? backend.parallel : 1,
+        parallel: backend.parallel ?? 1,
       };
       post({ t: "loaded", info });
     } else {

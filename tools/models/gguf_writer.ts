@@ -101,7 +101,7 @@ export function toHalf(x: number): number {
   const exp = (u >>> 23) & 0xff;
   let mant = u & 0x7fffff;
   if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
+  const e = exp - 127 + 15;
   if (e >= 0x1f) return sign | 0x7c00;
   if (e <= 0) {
     if (e < -10) return sign;
@@ -115,8 +115,8 @@ export function toHalf(x: number): number {
   }
   let half = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
+  // A carry out of the mantissa rounds up into the exponent, as IEEE rounding does.
   if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++;
-  e = half >>> 10;
   return sign | half;
 }
 

@@ -28,9 +28,6 @@ export class DecodeBatcher {
   #seq: Int32Array;
   #out: Int8Array;
   #logits: Float32Array;
-  /** Rounds run and tokens decoded, for tests and metrics. */
-  rounds = 0;
-  tokens = 0;
 
   constructor(
     private readonly ctx: LlamaContext,
@@ -80,11 +77,13 @@ export class DecodeBatcher {
       Number(a.tokens.length - a.done > 1) - Number(b.tokens.length - b.done > 1)
     );
     let n = 0;
+    const took: Work[] = [];
     const finishing: { work: Work; row: number }[] = [];
     let rows = 0;
     for (const w of order) {
       if (n >= this.nBatch) break;
       const take = Math.min(w.tokens.length - w.done, this.nBatch - n);
+      took.push(w);
       for (let i = 0; i < take; i++, n++) {
         this.#tokens[n] = w.tokens[w.done + i];
         this.#pos[n] = w.pos + w.done + i;
@@ -100,8 +99,6 @@ export class DecodeBatcher {
     if (this.#logits.length < rows * this.nVocab) this.#logits = new Float32Array(rows * this.nVocab);
     let rc = this.#decode(n);
     if (rc === NO_KV_ROOM && this.makeRoom()) rc = this.#decode(n);
-    this.rounds++;
-    this.tokens += n;
     if (rc !== 0) {
       const err = new Error(
         rc === NO_KV_ROOM
@@ -109,7 +106,6 @@ export class DecodeBatcher {
           : `llama_decode failed (${rc})`,
       );
       // Everything that took part in this round is lost; the rest stays queued.
-      const took = new Set(order.filter((w) => w.done > 0));
       for (const w of took) this.#queue.splice(this.#queue.indexOf(w), 1), w.reject(err);
     } else {
       for (const { work, row } of finishing) {

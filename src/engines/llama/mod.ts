@@ -95,7 +95,7 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
       contextLength,
       nBatch: BATCH,
       parallel,
-      description: `llama.cpp cpu ${model.meta("general.file_type") ? fileType(model) : "gguf"}`,
+      description: `llama.cpp cpu ${fileType(model)}`,
     });
     ctx.log.info("chat model ready", {
       model: entry.id,
@@ -142,6 +142,6 @@ const FTYPES: Record<string, string> = {
 };
 
 function fileType(model: LlamaModel): string {
-  const t = model.meta("general.file_type") ?? "";
-  return FTYPES[t] ?? `ftype ${t}`;
+  const t = model.meta("general.file_type");
+  return t === undefined ? "gguf" : FTYPES[t] ?? `ftype ${t}`;
 }
