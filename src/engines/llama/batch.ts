@@ -19,6 +19,9 @@ interface Work {
 /** llama_decode's "no room in the KV cache"; the owner frees cached sequences and the round is retried. */
 export const NO_KV_ROOM = 1;
 
+/** Prompt tokens a round reads before it stops taking in further prompts (enough to keep the cores busy). */
+export const PROMPT_CHUNK = 64;
+
 export class DecodeBatcher {
   readonly #queue: Work[] = [];
   readonly #wake = new MessageChannel();
@@ -72,17 +75,25 @@ export class DecodeBatcher {
 
   #round(): void {
     if (this.#queue.length === 0) return;
-    // Steps (one token left) first so running streams never wait behind a long prompt; then prompts in order.
+    // Steps (one token left) first so running streams never wait behind a long prompt; then prompts in the
+    // order they came (the sort is stable).
     const order = [...this.#queue].sort((a, b) =>
       Number(a.tokens.length - a.done > 1) - Number(b.tokens.length - b.done > 1)
     );
     let n = 0;
+    let promptTokens = 0;
     const took: Work[] = [];
     const finishing: { work: Work; row: number }[] = [];
     let rows = 0;
     for (const w of order) {
       if (n >= this.nBatch) break;
-      const take = Math.min(w.tokens.length - w.done, this.nBatch - n);
+      const left = w.tokens.length - w.done;
+      // Prompts are read one after another, not all at once: with k prompts in one round every one of them
+      // waits for all k, while in turn the i-th waits for i. A round still takes further prompts while it has
+      // fewer than PROMPT_CHUNK prompt tokens, so many short prompts share one decode.
+      if (left > 1 && promptTokens >= PROMPT_CHUNK) break;
+      const take = Math.min(left, this.nBatch - n);
+      if (left > 1) promptTokens += take;
       took.push(w);
       for (let i = 0; i < take; i++, n++) {
         this.#tokens[n] = w.tokens[w.done + i];

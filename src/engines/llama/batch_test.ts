@@ -1,0 +1,103 @@
+// Unit tests of DecodeBatcher's rounds against a recording stand-in for the llama.cpp context: what goes into
+// each llama_decode (steps first, prompts one after another), which logits row each caller gets, and failures.
+import assert from "node:assert/strict";
+import { DecodeBatcher, NO_KV_ROOM, PROMPT_CHUNK } from "./batch.ts";
+import type { LlamaContext } from "./ffi.ts";
+
+const VOCAB = 4;
+
+/** Records every batch; each output row's logits are [seq, last position, round, 0]. */
+class RecordingContext {
+  rounds: { seq: number[]; pos: number[] }[] = [];
+  failNext = 0;
+  decode(
+    tokens: Int32Array,
+    pos: Int32Array,
+    seq: Int32Array,
+    output: Int8Array,
+    logits: Float32Array,
+  ): number {
+    if (this.failNext) {
+      const rc = this.failNext;
+      this.failNext = 0;
+      return rc;
+    }
+    this.rounds.push({ seq: [...seq], pos: [...pos] });
+    let row = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      if (!output[i]) continue;
+      logits.set([seq[i], pos[i], this.rounds.length, 0], row++ * VOCAB);
+    }
+    return 0;
+  }
+}
+
+function batcher(ctx: RecordingContext, open = Infinity, makeRoom = () => false) {
+  return new DecodeBatcher(ctx as unknown as LlamaContext, 512, VOCAB, makeRoom, () => open);
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => 100 + i);
+
+Deno.test("a round takes every step and one long prompt; queued prompts follow in order", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  const results = await Promise.all([
+    b.submit(1, range(100), 0),
+    b.submit(2, range(120), 0),
+    b.submit(3, [7], 40),
+    b.submit(4, [8], 50),
+  ]);
+  assert.equal(ctx.rounds.length, 2);
+  // Round 1: the two steps, then sequence 1's whole prompt; sequence 2's prompt waits for round 2.
+  assert.deepEqual(ctx.rounds[0].seq.slice(0, 2), [3, 4]);
+  assert.equal(ctx.rounds[0].seq.length, 2 + 100);
+  assert.deepEqual(new Set(ctx.rounds[1].seq), new Set([2]));
+  assert.equal(ctx.rounds[1].seq.length, 120);
+  // Each caller gets the logits after its own last token.
+  assert.deepEqual([...results[0]], [1, 99, 1, 0]);
+  assert.deepEqual([...results[1]], [2, 119, 2, 0]);
+  assert.deepEqual([...results[2]], [3, 40, 1, 0]);
+  assert.deepEqual([...results[3]], [4, 50, 1, 0]);
+});
+
+Deno.test("short prompts share a round until it has read PROMPT_CHUNK prompt tokens", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  const short = Math.floor(PROMPT_CHUNK / 3) + 1; // three of them pass the chunk
+  await Promise.all([1, 2, 3, 4, 5].map((s) => b.submit(s, range(short), 0)));
+  assert.equal(ctx.rounds.length, 2);
+  assert.deepEqual([...new Set(ctx.rounds[0].seq)], [1, 2, 3]);
+  assert.deepEqual([...new Set(ctx.rounds[1].seq)], [4, 5]);
+});
+
+Deno.test("a prompt longer than the batch is read in batch-sized chunks at consecutive positions", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  const logits = await b.submit(1, range(1200), 10);
+  assert.deepEqual(ctx.rounds.map((r) => r.seq.length), [512, 512, 176]);
+  assert.deepEqual(ctx.rounds.map((r) => r.pos[0]), [10, 522, 1034]);
+  assert.deepEqual([...logits], [1, 1209, 3, 0]);
+});
+
+Deno.test("a full KV cache is retried once after making room; a failed round fails only its own work", async () => {
+  const ctx = new RecordingContext();
+  let asked = 0;
+  const b = batcher(ctx, Infinity, () => (asked++, true));
+  ctx.failNext = NO_KV_ROOM;
+  assert.deepEqual([...await b.submit(1, [5], 3)], [1, 3, 1, 0]);
+  assert.equal(asked, 1);
+  // A failure that is not about room: the round's work is rejected, later work still runs.
+  const doomed = b.submit(2, range(10), 0);
+  ctx.failNext = -3;
+  await assert.rejects(doomed, /llama_decode failed \(-3\)/);
+  assert.deepEqual([...await b.submit(2, range(10), 0)], [2, 9, 2, 0]);
+});
+
+Deno.test("when every open sequence has queued work the round starts at once", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx, 1);
+  const p = b.submit(1, [5], 0);
+  // Synchronously decoded: the round ran inside submit.
+  assert.equal(ctx.rounds.length, 1);
+  await p;
+});
