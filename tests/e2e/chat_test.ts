@@ -518,24 +518,28 @@ Deno.test("chat completions e2e", async (t) => {
     await t.step(
       "an aborted stream frees the model at once: the queued request completes promptly",
       async () => {
-        const ctrl = new AbortController();
-        const res = await fetch(`${s.url}/v1/chat/completions`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ model: MODEL, messages: forever, stream: true, max_tokens: 900 }),
-          signal: ctrl.signal,
-        });
-        const reader = res.body!.getReader();
-        await reader.read();
-        await reader.read();
-        // The stream is now paused by backpressure, holding the model; the next request queues behind it.
+        // The default --parallel (4) streams fill the model's generation slots.
+        const held = await Promise.all(Array.from({ length: 4 }, async () => {
+          const ctrl = new AbortController();
+          const res = await fetch(`${s.url}/v1/chat/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ model: MODEL, messages: forever, stream: true, max_tokens: 900 }),
+            signal: ctrl.signal,
+          });
+          const reader = res.body!.getReader();
+          await reader.read();
+          await reader.read();
+          return { ctrl, reader };
+        }));
+        // The streams are now paused by backpressure, holding the model; the next request queues behind them.
         const next = s.client.chat.completions.create({ model: MODEL, messages: hi as never });
         await new Promise((r) => setTimeout(r, 100));
         const queue = s.server.registry.queues().find((q) => q.model === MODEL)!;
-        assert.equal(queue.waiting, 1);
+        assert.deepEqual({ active: queue.active, waiting: queue.waiting }, { active: 4, waiting: 1 });
         const aborted = performance.now();
-        ctrl.abort();
-        await reader.cancel().catch(() => {});
+        held[0].ctrl.abort();
+        await held[0].reader.cancel().catch(() => {});
         const answer = await next;
         const waited = performance.now() - aborted;
         assert.equal(answer.choices[0].message.content, HELLO);
@@ -547,6 +551,8 @@ Deno.test("chat completions e2e", async (t) => {
         );
         assert.ok(rec, "no record of the aborted stream");
         assert.ok(rec.completionTokens! < 50, `aborted stream generated ${rec.completionTokens} tokens`);
+        for (const h of held.slice(1)) h.ctrl.abort(), await h.reader.cancel().catch(() => {});
+        await new Promise((r) => setTimeout(r, 100));
         assert.deepEqual(
           s.server.registry.queues().find((q) => q.model === MODEL),
           { model: MODEL, active: 0, waiting: 0 },
@@ -559,7 +565,8 @@ Deno.test("chat completions e2e", async (t) => {
 });
 
 Deno.test("chat completions: a full queue answers 429 with Retry-After", async () => {
-  const s = await startTestServer({ flags: ["--queue-size=0"] });
+  // One generation at a time (--parallel=1), so one stream fills the model and --queue-size=0 leaves no room.
+  const s = await startTestServer({ flags: ["--queue-size=0", "--parallel=1"] });
   try {
     const ctrl = new AbortController();
     const res = await fetch(`${s.url}/v1/chat/completions`, {
@@ -635,6 +642,83 @@ Deno.test("chat completions: several models at once; one that can't load answers
     }
     const again = await s.client.chat.completions.create({ model: MODEL, messages: hi as never });
     assert.equal(again.choices[0].message.content, HELLO);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("chat completions: streams generate together and later turns reuse the cached prefix (ONNX)", async () => {
+  const s = await startTestServer({ flags: ["--parallel=8"] });
+  try {
+    // The second turn used below, answered first, with nothing cached yet.
+    const first: Msg[] = [{ role: "system", content: "You are terse." }, ...hi];
+    const second: Msg[] = [...first, { role: "assistant", content: HELLO }, {
+      role: "user",
+      content: "Count forever",
+    }];
+    const cold = await s.client.chat.completions.create({
+      model: MODEL,
+      messages: second as never,
+      max_tokens: 10,
+    });
+    assert.equal(cold.usage!.prompt_tokens_details!.cached_tokens, 0);
+    const prompts = [
+      "Hi there!",
+      "Count forever",
+      "What's the weather in Paris?",
+      "Say something in unicode",
+    ];
+    const expected = new Map<string, string>();
+    for (const p of prompts) {
+      const r = await s.client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: "user", content: p }],
+        max_tokens: 20,
+      });
+      expected.set(p, r.choices[0].message.content ?? "");
+    }
+    // All 8 must be admitted at once and each must get exactly its reply.
+    let mostActive = 0;
+    let running = true;
+    const watch = (async () => {
+      while (running) {
+        mostActive = Math.max(
+          mostActive,
+          s.server.registry.queues().find((q) => q.model === MODEL)?.active ?? 0,
+        );
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    })();
+    const results = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
+      const p = prompts[i % prompts.length];
+      const stream = await s.client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: "user", content: p }],
+        max_tokens: 20,
+        stream: true,
+      });
+      let text = "";
+      for await (const c of stream) text += c.choices[0]?.delta?.content ?? "";
+      return [p, text] as const;
+    }));
+    running = false;
+    await watch;
+    for (const [p, text] of results) assert.equal(text, expected.get(p), p);
+    assert.ok(mostActive > 1, `generations overlapped (${mostActive} at once)`);
+
+    // A second turn: the first turn's prompt and reply (all but its last token) come from the cache.
+    const r1 = await s.client.chat.completions.create({ model: MODEL, messages: first as never });
+    const r2 = await s.client.chat.completions.create({
+      model: MODEL,
+      messages: second as never,
+      max_tokens: 10,
+    });
+    assert.equal(
+      r2.usage!.prompt_tokens_details!.cached_tokens,
+      r1.usage!.prompt_tokens + r1.usage!.completion_tokens - 1,
+    );
+    assert.equal(r2.choices[0].message.content, cold.choices[0].message.content);
+    assert.equal(r2.usage!.prompt_tokens, cold.usage!.prompt_tokens);
   } finally {
     await s.close();
   }

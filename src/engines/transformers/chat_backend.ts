@@ -1,7 +1,9 @@
 // Owns the chat backend on transformers.js: loading a causal LM (AutoTokenizer + AutoModelForCausalLM) on the
 // runtime of this thread, rendering conversations through the model's own chat template, and sequences over
-// the ONNX graph's KV cache: prefill, one step per token, forks that share the prefilled cache. The decode
-// loop itself (sampling, constraints, text) is the chat pipeline's (src/chat/pipeline.ts).
+// the ONNX graph's KV cache: prefill, one step per token, forks that share the prefilled cache. Several
+// sequences generate at once interleaved token by token (one model run at a time, in arrival order), and
+// closed sequences stay as a prompt cache: a prefill starts from the longest prefix one of them holds. The
+// decode loop itself (sampling, constraints, text) is the chat pipeline's (src/chat/pipeline.ts).
 import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
 import type { ChatBackend, ChatMessage, ChatTool, LoadContext, ModelEntry, SequenceId } from "../types.ts";
 import { ensureChatFiles, knownDtype, missingMessage, requiredChatFiles } from "./chat_files.ts";
@@ -47,6 +49,14 @@ interface Sequence {
   cache: CacheRef | null;
   /** Tokens the cache holds. */
   length: number;
+  /** Those tokens (the prompt cache matches prefixes against them). */
+  tokens: number[];
+}
+
+/** A closed sequence kept for its cache. */
+interface Cached {
+  cache: CacheRef;
+  tokens: number[];
 }
 
 interface Parts {
@@ -67,6 +77,8 @@ export class TransformersChat implements ChatBackend {
   readonly tokenTexts: TokenTexts;
   readonly tokenizerJson: unknown;
   readonly chatTemplate: string | null;
+  /** Sequences generating at once (interleaved token by token); also how many closed ones the cache keeps. */
+  readonly parallel: number;
 
   readonly #p: Parts;
   readonly #cacheNames: [string, string][];
@@ -77,8 +89,9 @@ export class TransformersChat implements ChatBackend {
   readonly #keepOne: Tensor | null;
   readonly #decode: (ids: number[]) => string;
 
-  constructor(readonly entry: ModelEntry, parts: Parts) {
+  constructor(readonly entry: ModelEntry, parts: Parts, parallel = 1) {
     this.#p = parts;
+    this.parallel = Math.max(1, parallel);
     const { tokenizer, model, rt, dtype } = parts;
     const config = model.config as unknown as Record<string, unknown>;
     const gen = ((model as unknown as { generation_config?: Record<string, unknown> }).generation_config ??
@@ -163,10 +176,12 @@ export class TransformersChat implements ChatBackend {
 
   readonly #seqs = new Map<SequenceId, Sequence>();
   #nextSeq = 1;
+  /** Closed sequences kept for their caches, most recently closed last. */
+  readonly #cached: Cached[] = [];
 
   open(): SequenceId {
     const id = this.#nextSeq++;
-    this.#seqs.set(id, { cache: null, length: 0 });
+    this.#seqs.set(id, { cache: null, length: 0, tokens: [] });
     return id;
   }
 
@@ -174,7 +189,7 @@ export class TransformersChat implements ChatBackend {
     const s = this.#seq(seq);
     const id = this.#nextSeq++;
     if (s.cache) s.cache.refs++;
-    this.#seqs.set(id, { cache: s.cache, length: s.length });
+    this.#seqs.set(id, { cache: s.cache, length: s.length, tokens: s.tokens.slice() });
     return id;
   }
 
@@ -182,7 +197,17 @@ export class TransformersChat implements ChatBackend {
     const s = this.#seqs.get(seq);
     if (!s) return;
     this.#seqs.delete(seq);
-    release(s.cache);
+    if (!s.cache || !s.tokens.length) return release(s.cache);
+    // Kept as the prompt cache: the `parallel` latest, so memory stays bounded by what running ones use.
+    this.#cached.push({ cache: s.cache, tokens: s.tokens });
+    for (const old of this.#cached.splice(0, Math.max(0, this.#cached.length - this.parallel))) {
+      release(old.cache);
+    }
+  }
+
+  /** Forgets every closed sequence kept as the prompt cache. */
+  clearCache(): void {
+    for (const c of this.#cached.splice(0)) release(c.cache);
   }
 
   /** Sequences open (the registry never unloads a busy engine). */
@@ -199,22 +224,69 @@ export class TransformersChat implements ChatBackend {
   async prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }> {
     const { tf } = this.#p;
     const s = this.#seq(seq);
-    const n = ids.length;
-    if (n === 0) throw new Error("nothing to prefill");
-    if (s.length + n > this.contextLength) {
-      throw new Error(`${s.length + n} tokens exceed the context window (${this.contextLength})`);
+    if (ids.length === 0) throw new Error("nothing to prefill");
+    if (s.length + ids.length > this.contextLength) {
+      throw new Error(`${s.length + ids.length} tokens exceed the context window (${this.contextLength})`);
     }
-    const positions = new BigInt64Array(n);
-    for (let i = 0; i < n; i++) positions[i] = BigInt(s.length + i + this.#positionBase);
-    const logits = await this.#advance(s, {
-      input_ids: new tf.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, n]),
-      attention_mask: this.#mask(s.length + n),
-      position_ids: new tf.Tensor("int64", positions, [1, n]),
-    }, n);
-    return { logits, cachedTokens: 0 };
+    const cachedTokens = s.length === 0 ? await this.#reuse(s, ids) : 0;
+    const rest = ids.slice(cachedTokens);
+    const n = rest.length;
+    const logits = await this.#advance(s, () => {
+      const positions = new BigInt64Array(n);
+      for (let i = 0; i < n; i++) positions[i] = BigInt(s.length + i + this.#positionBase);
+      return {
+        input_ids: new tf.Tensor("int64", BigInt64Array.from(rest, BigInt), [1, n]),
+        attention_mask: this.#mask(s.length + n),
+        position_ids: new tf.Tensor("int64", positions, [1, n]),
+      };
+    }, rest);
+    return { logits, cachedTokens };
   }
 
-  // Reused for every decode step: one token id and its position.
+  /**
+   * Starts an empty sequence from the longest prefix of `ids` a closed sequence holds (at least one id is left
+   * to run: its logits are the answer). Returns how many ids it reused.
+   */
+  async #reuse(s: Sequence, ids: number[]): Promise<number> {
+    let best: Cached | null = null;
+    let bestLen = 0;
+    for (const c of this.#cached) {
+      const len = commonPrefix(c.tokens, ids);
+      if (len > bestLen) best = c, bestLen = len;
+    }
+    const reuse = Math.min(bestLen, ids.length - 1);
+    if (!best || reuse === 0) return 0;
+    if (reuse === best.tokens.length) {
+      best.cache.refs++;
+      s.cache = best.cache;
+    } else {
+      // Recurrent states (hybrid models) hold the whole history and can't be cut back to a prefix.
+      if (this.#cacheNames.some(([, input]) => !input.startsWith("past_key_values."))) return 0;
+      s.cache = { tensors: await this.#truncate(best.cache.tensors, reuse), refs: 1 };
+    }
+    s.length = reuse;
+    s.tokens = ids.slice(0, reuse);
+    return reuse;
+  }
+
+  /** The first `length` positions of a KV cache ([batch, heads, positions, head size] tensors), copied. */
+  async #truncate(cache: Cache, length: number): Promise<Cache> {
+    const out: Cache = {};
+    for (const [name, t] of Object.entries(cache)) {
+      const ort = ortOf(t);
+      const [b, h, len, d] = ort.dims;
+      const data = (ort.location === "cpu" ? ort.data : await ort.getData()) as Float32Array;
+      const Ctor = data.constructor as new (n: number) => Float32Array;
+      const cut = new Ctor(b * h * length * d);
+      for (let r = 0; r < b * h; r++) {
+        cut.set(data.subarray(r * len * d, r * len * d + length * d), r * length * d);
+      }
+      out[name] = new this.#p.tf.Tensor(ort.type as "float32", cut, [b, h, length, d]);
+    }
+    return out;
+  }
+
+  // Reused for every decode step: one token id and its position (filled inside the model lock).
   readonly #stepId = new BigInt64Array(1);
   readonly #stepPos = new BigInt64Array(1);
   #stepTensors?: { id: Tensor; pos: Tensor };
@@ -226,22 +298,33 @@ export class TransformersChat implements ChatBackend {
       id: new tf.Tensor("int64", this.#stepId, [1, 1]),
       pos: new tf.Tensor("int64", this.#stepPos, [1, 1]),
     };
-    this.#stepId[0] = BigInt(token);
-    this.#stepPos[0] = BigInt(s.length + this.#positionBase);
-    return this.#advance(s, {
-      input_ids: this.#stepTensors.id,
-      attention_mask: this.#mask(s.length + 1),
-      position_ids: this.#stepTensors.pos,
-    }, 1);
+    const step = this.#stepTensors;
+    return this.#advance(s, () => {
+      this.#stepId[0] = BigInt(token);
+      this.#stepPos[0] = BigInt(s.length + this.#positionBase);
+      return { input_ids: step.id, attention_mask: this.#mask(s.length + 1), position_ids: step.pos };
+    }, [token]);
   }
 
-  /** One model run on a sequence: its cache moves on by `added` tokens; returns the last logits. */
-  async #advance(s: Sequence, feeds: Record<string, Tensor>, added: number): Promise<Float32Array> {
-    const { row, cache } = await this.#forward(feeds, s.cache?.tensors ?? null);
-    release(s.cache);
-    s.cache = { tensors: cache, refs: 1 };
-    s.length += added;
-    return row;
+  /** The end of the model-run queue: one run at a time, in the order they were asked for. */
+  #turn: Promise<unknown> = Promise.resolve();
+
+  /**
+   * One model run on a sequence, after the runs queued before it (so interleaved sequences never run two at a
+   * time: onnxruntime-web refuses that, and on the CPU they would only fight over the same threads). Its cache
+   * moves on by `added`; returns the last logits.
+   */
+  #advance(s: Sequence, feeds: () => Record<string, Tensor>, added: number[]): Promise<Float32Array> {
+    const run = this.#turn.then(async () => {
+      const { row, cache } = await this.#forward(feeds(), s.cache?.tensors ?? null);
+      release(s.cache);
+      s.cache = { tensors: cache, refs: 1 };
+      s.length += added.length;
+      s.tokens.push(...added);
+      return row;
+    });
+    this.#turn = run.catch(() => {});
+    return run;
   }
 
   #mask(length: number): Tensor {
@@ -277,6 +360,8 @@ export class TransformersChat implements ChatBackend {
 
   async dispose(): Promise<void> {
     for (const seq of [...this.#seqs.keys()]) this.close(seq);
+    this.clearCache();
+    await this.#turn; // a run still in flight finishes on a live session
     await this.#p.model.dispose();
   }
 }
@@ -284,6 +369,13 @@ export class TransformersChat implements ChatBackend {
 /** Lets go of a shared cache; the last holder frees its GPU tensors. */
 function release(ref: CacheRef | null): void {
   if (ref && --ref.refs === 0) disposeCache(ref.tensors);
+}
+
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
 }
 
 function sessionOf(model: Model): { inputNames: string[]; outputNames: string[] } {
@@ -397,7 +489,7 @@ export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Prom
     }
     throw e;
   }
-  const engine = new TransformersChat(entry, { tf, rt, tokenizer, model, dtype });
+  const engine = new TransformersChat(entry, { tf, rt, tokenizer, model, dtype }, ctx.parallel);
   try {
     await engine.warmUp();
   } catch (e) {

@@ -1,7 +1,8 @@
 // Runs the real transformers.js chat backend on the generated chat-tiny model (models/generated/chat-tiny),
 // through the chat pipeline: model files (missing, offline, downloaded from a hub into <models>/hub/<repo>),
 // the events of a generation, n choices from one prefill (forked sequences), seeds, stop sequences, logprobs,
-// cancellation between tokens, and the sequence interface itself (cache continuation equals a full run).
+// cancellation between tokens, the sequence interface itself (cache continuation equals a full run), the prompt
+// cache (exact reuse counts, the uncached reply) and sequences interleaved token by token.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { memoryLogger } from "../../log.ts";
@@ -126,6 +127,7 @@ Deno.test("chat backend: an abort stops generation before the next token", async
 
 Deno.test("chat backend: a step continues the cache exactly as a full prefill; forks are independent", async () => {
   const e = await engine();
+  e.clearCache();
   const ids = e.render(hi);
   const whole = e.open();
   const full = (await e.prefill(whole, ids)).logits.slice();
@@ -140,6 +142,77 @@ Deno.test("chat backend: a step continues the cache exactly as a full prefill; f
   }
   for (const s of [whole, part, fork]) e.close(s);
   assert.equal(e.busy(), false);
+});
+
+Deno.test("chat backend: a later prompt reuses the longest prefix a closed sequence holds, counted exactly", async () => {
+  const e = await loadChatBackend(entry(TINY), { ...ctx(), parallel: 2 });
+  try {
+    const first = [{ role: "system" as const, content: "You are terse." }, ...hi];
+    const r1 = await run(e, chatJob(first));
+    assert.deepEqual(r1[0], { type: "prompt", promptTokens: e.render(first).length, cachedTokens: 0 });
+    const fin1 = r1.at(-1)!;
+    assert.ok(fin1.type === "finish");
+    const second = [...first, { role: "assistant" as const, content: HELLO }, {
+      role: "user" as const,
+      content: "Count forever",
+    }];
+    const job2 = chatJob(second, { maxTokens: 10, logprobs: 3 });
+    const r2 = await run(e, job2);
+    // The first run's prompt and every token it generated but the last (sampled, never fed back).
+    const reused = e.render(first).length + fin1.completionTokens - 1;
+    assert.deepEqual(r2[0], { type: "prompt", promptTokens: e.render(second).length, cachedTokens: reused });
+    // The same job with nothing cached: the same text and the same logprobs.
+    e.clearCache();
+    const cold = await run(e, job2);
+    assert.deepEqual(cold[0], { type: "prompt", promptTokens: e.render(second).length, cachedTokens: 0 });
+    assert.deepEqual(texts(r2.slice(1)), texts(cold.slice(1)));
+    const lps = (evs: typeof r2) => evs.flatMap((ev) => ev.type === "delta" ? ev.logprobs ?? [] : []);
+    for (const [i, lp] of lps(r2).entries()) {
+      assert.equal(lp.token, lps(cold)[i].token);
+      assert.ok(Math.abs(lp.logprob - lps(cold)[i].logprob) < 1e-4);
+    }
+    // A prompt equal to a cached sequence's tokens reuses all but its last token; a prefix of them, a cut copy.
+    const ids = e.render(second);
+    const seq = e.open();
+    assert.equal((await e.prefill(seq, ids)).cachedTokens, ids.length - 1);
+    e.close(seq);
+    const shorter = e.open();
+    const cut = await e.prefill(shorter, ids.slice(0, 5));
+    assert.equal(cut.cachedTokens, 4);
+    const fresh = e.open();
+    e.clearCache();
+    const full = await e.prefill(fresh, ids.slice(0, 5));
+    assert.equal(full.cachedTokens, 0);
+    for (let i = 0; i < full.logits.length; i++) assert.ok(Math.abs(full.logits[i] - cut.logits[i]) < 1e-4);
+    e.close(shorter), e.close(fresh);
+  } finally {
+    await e.dispose();
+  }
+});
+
+Deno.test("chat backend: concurrent jobs interleave token by token, each with its own exact reply", async () => {
+  const e = await loadChatBackend(entry(TINY), { ...ctx(), parallel: 3 });
+  try {
+    assert.equal(e.parallel, 3);
+    const jobs = [chatJob(hi), chatJob(forever, { maxTokens: 12 }), chatJob(hi, { maxTokens: 3 })];
+    const alone: string[] = [];
+    for (const job of jobs) alone.push(texts((await run(e, job)).slice(1))[0]);
+    const order: number[] = [];
+    const together = await Promise.all(jobs.map(async (job, j) => {
+      const evs = [];
+      for await (const ev of runChat(e, job)) {
+        if (ev.type === "delta") order.push(j);
+        evs.push(ev);
+      }
+      return texts(evs.slice(1))[0];
+    }));
+    assert.deepEqual(together, alone);
+    // Job 0 had not finished when job 1's first token came: they ran together, not one after another.
+    assert.ok(order.indexOf(1) < order.lastIndexOf(0), `token order ${order.join("")}`);
+    assert.equal(e.busy(), false);
+  } finally {
+    await e.dispose();
+  }
 });
 
 Deno.test("chat backend: missing files and offline hub models say what is missing and how to get it", async () => {
