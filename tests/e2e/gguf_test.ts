@@ -296,3 +296,33 @@ Deno.test("gguf embeddings: pooled, normalized, and a batch equals its inputs on
     assert.ok(batch.usage.prompt_tokens > 4);
   });
 });
+
+Deno.test("gguf embeddings: embed-tiny's GGUF export gives the ONNX model's tokens and vectors", async () => {
+  const models = Object.fromEntries(
+    ["F32", "Q8_0"].map((t) => [`embed-gguf-${t}`, {
+      task: "embedding" as const,
+      path: `generated/embed-tiny/gguf/embed-tiny-${t}.gguf`,
+      device: "cpu" as const,
+    }]),
+  );
+  await withServer(models, async (s) => {
+    const texts = ["the cat sat on the mat", "hello world", "a quick brown fox jumps over the lazy dog"];
+    const onnx = await s.client.embeddings.create({ model: "embed-tiny", input: texts });
+    // [largest component difference, 1 - cosine] allowed; measured: F32 1.5e-4 and 5e-8, Q8_0 5e-3 and 7e-5.
+    for (const [type, tolerance, angle] of [["F32", 5e-4, 1e-6], ["Q8_0", 1.5e-2, 5e-4]] as const) {
+      const gguf = await s.client.embeddings.create({ model: `embed-gguf-${type}`, input: texts });
+      // The same WordPiece tokens, [CLS] and [SEP] included.
+      assert.equal(gguf.usage.prompt_tokens, onnx.usage.prompt_tokens, type);
+      for (const [i, d] of gguf.data.entries()) {
+        const want = onnx.data[i].embedding;
+        assert.equal(d.embedding.length, want.length);
+        const diff = Math.max(...d.embedding.map((x, k) => Math.abs(x - want[k])));
+        const cos = d.embedding.reduce((a, x, k) => a + x * want[k], 0);
+        // Not bit-equal: llama.cpp's BERT uses GELU's tanh approximation where the ONNX graph (as PyTorch)
+        // uses erf, and Q8_0 adds its quantization error.
+        assert.ok(diff < tolerance, `${type} input ${i}: max difference ${diff}`);
+        assert.ok(1 - cos < angle, `${type} input ${i}: cosine ${cos}`);
+      }
+    }
+  });
+});

@@ -343,3 +343,113 @@ export function decoderGguf(s: DecoderGgufSpec): Uint8Array {
   if (w.lmHead) tensors.push(mat("output.weight", w.lmHead, D, d.vocabSize));
   return encodeGguf(meta, tensors);
 }
+
+export interface BertGgufSpec {
+  name: string;
+  /** Layers, heads and sizes (as tools/models/bert_graph.ts's BertShape). */
+  shape: {
+    vocabSize: number;
+    hiddenSize: number;
+    numLayers: number;
+    numHeads: number;
+    intermediateSize: number;
+    maxPositions: number;
+    typeVocabSize: number;
+    layerNormEps: number;
+  };
+  /** The fp32 weights by their ONNX initializer names (HF BertModel names; matrices [in, out]). */
+  weight: (name: string) => Float32Array;
+  /** Matrices' type; embeddings of positions and token types, norms and biases stay F32. */
+  type: GgmlType;
+  /** The WordPiece vocabulary in id order ("##" marks a continuation) and which ids are special. */
+  vocab: string[];
+  special: { pad: number; unk: number; cls: number; sep: number; mask: number };
+  /** llama_pooling_type: 1 mean, 2 CLS. */
+  pooling: number;
+}
+
+/**
+ * A BERT encoder as llama.cpp's converter writes one: "bert" architecture, WordPiece vocabulary in its
+ * "phantom space" spelling (a word start gets U+2581, a "##" continuation loses its marks), [CLS] .. [SEP]
+ * added around every input, and the pooling type the sentence-transformers config declares.
+ */
+export function bertGguf(s: BertGgufSpec): Uint8Array {
+  const d = s.shape;
+  const H = d.hiddenSize;
+  const specials = new Set(Object.values(s.special));
+  const meta: Record<string, MetaValue> = {
+    "general.architecture": "bert",
+    "general.name": s.name,
+    "general.file_type": { u32: { F32: 0, F16: 1, Q4_0: 2, Q8_0: 7 }[s.type] },
+    "bert.context_length": { u32: d.maxPositions },
+    "bert.embedding_length": { u32: H },
+    "bert.feed_forward_length": { u32: d.intermediateSize },
+    "bert.block_count": { u32: d.numLayers },
+    "bert.attention.head_count": { u32: d.numHeads },
+    "bert.attention.layer_norm_epsilon": { f32: d.layerNormEps },
+    "bert.attention.causal": { bool: false },
+    "bert.pooling_type": { u32: s.pooling },
+    "tokenizer.ggml.model": "bert",
+    "tokenizer.ggml.pre": "default",
+    "tokenizer.ggml.tokens": {
+      strings: s.vocab.map((t, id) => specials.has(id) ? t : t.startsWith("##") ? t.slice(2) : "\u2581" + t),
+    },
+    "tokenizer.ggml.token_type": { i32s: s.vocab.map((_, id) => specials.has(id) ? 3 : 1) },
+    "tokenizer.ggml.token_type_count": { u32: d.typeVocabSize },
+    "tokenizer.ggml.bos_token_id": { u32: s.special.cls },
+    "tokenizer.ggml.cls_token_id": { u32: s.special.cls },
+    "tokenizer.ggml.seperator_token_id": { u32: s.special.sep },
+    "tokenizer.ggml.unknown_token_id": { u32: s.special.unk },
+    "tokenizer.ggml.padding_token_id": { u32: s.special.pad },
+    "tokenizer.ggml.mask_token_id": { u32: s.special.mask },
+    "tokenizer.ggml.add_bos_token": { bool: true },
+    "tokenizer.ggml.add_sep_token": { bool: true },
+    "tokenizer.ggml.add_eos_token": { bool: false },
+  };
+  const table = (name: string, from: string, rows: number, type: GgmlType): GgufTensor => ({
+    name,
+    ne: [H, rows],
+    type,
+    data: s.weight(from),
+  });
+  const mat = (name: string, from: string, inDim: number, outDim: number): GgufTensor => ({
+    name,
+    ne: [inDim, outDim],
+    type: s.type,
+    data: rowsOut(s.weight(from), inDim, outDim),
+  });
+  const vec = (name: string, from: string): GgufTensor => {
+    const v = s.weight(from);
+    return { name, ne: [v.length], type: "F32", data: v };
+  };
+  const tensors: GgufTensor[] = [
+    table("token_embd.weight", "embeddings.word_embeddings.weight", d.vocabSize, s.type),
+    table("token_types.weight", "embeddings.token_type_embeddings.weight", d.typeVocabSize, "F32"),
+    table("position_embd.weight", "embeddings.position_embeddings.weight", d.maxPositions, "F32"),
+    vec("token_embd_norm.weight", "embeddings.LayerNorm.weight"),
+    vec("token_embd_norm.bias", "embeddings.LayerNorm.bias"),
+  ];
+  for (let l = 0; l < d.numLayers; l++) {
+    const p = `encoder.layer.${l}`;
+    const b = `blk.${l}`;
+    for (const [to, from] of [["attn_q", "query"], ["attn_k", "key"], ["attn_v", "value"]]) {
+      tensors.push(
+        mat(`${b}.${to}.weight`, `${p}.attention.self.${from}.weight`, H, H),
+        vec(`${b}.${to}.bias`, `${p}.attention.self.${from}.bias`),
+      );
+    }
+    tensors.push(
+      mat(`${b}.attn_output.weight`, `${p}.attention.output.dense.weight`, H, H),
+      vec(`${b}.attn_output.bias`, `${p}.attention.output.dense.bias`),
+      vec(`${b}.attn_output_norm.weight`, `${p}.attention.output.LayerNorm.weight`),
+      vec(`${b}.attn_output_norm.bias`, `${p}.attention.output.LayerNorm.bias`),
+      mat(`${b}.ffn_up.weight`, `${p}.intermediate.dense.weight`, H, d.intermediateSize),
+      vec(`${b}.ffn_up.bias`, `${p}.intermediate.dense.bias`),
+      mat(`${b}.ffn_down.weight`, `${p}.output.dense.weight`, d.intermediateSize, H),
+      vec(`${b}.ffn_down.bias`, `${p}.output.dense.bias`),
+      vec(`${b}.layer_output_norm.weight`, `${p}.output.LayerNorm.weight`),
+      vec(`${b}.layer_output_norm.bias`, `${p}.output.LayerNorm.bias`),
+    );
+  }
+  return encodeGguf(meta, tensors);
+}
