@@ -38,7 +38,7 @@ function batcher(ctx: RecordingContext, open = Infinity, makeRoom = () => false)
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => 100 + i);
 
-Deno.test("a round takes every step and one long prompt; queued prompts follow in order", async () => {
+Deno.test("steps and prompts take turns; prompts are read one after another in arrival order", async () => {
   const ctx = new RecordingContext();
   const b = batcher(ctx);
   const results = await Promise.all([
@@ -47,17 +47,27 @@ Deno.test("a round takes every step and one long prompt; queued prompts follow i
     b.submit(3, [7], 40),
     b.submit(4, [8], 50),
   ]);
-  assert.equal(ctx.rounds.length, 2);
-  // Round 1: the two steps, then sequence 1's whole prompt; sequence 2's prompt waits for round 2.
-  assert.deepEqual(ctx.rounds[0].seq.slice(0, 2), [3, 4]);
-  assert.equal(ctx.rounds[0].seq.length, 2 + 100);
-  assert.deepEqual(new Set(ctx.rounds[1].seq), new Set([2]));
-  assert.equal(ctx.rounds[1].seq.length, 120);
+  // Round 1: both steps alone; round 2: sequence 1's whole prompt; round 3: sequence 2's.
+  assert.deepEqual(ctx.rounds.map((r) => [...new Set(r.seq)]), [[3, 4], [1], [2]]);
+  assert.deepEqual(ctx.rounds.map((r) => r.seq.length), [2, 100, 120]);
   // Each caller gets the logits after its own last token.
-  assert.deepEqual([...results[0]], [1, 99, 1, 0]);
-  assert.deepEqual([...results[1]], [2, 119, 2, 0]);
+  assert.deepEqual([...results[0]], [1, 99, 2, 0]);
+  assert.deepEqual([...results[1]], [2, 119, 3, 0]);
   assert.deepEqual([...results[2]], [3, 40, 1, 0]);
   assert.deepEqual([...results[3]], [4, 50, 1, 0]);
+});
+
+Deno.test("a running stream gets a token between any two prompt rounds", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  // Sequence 9 generates: every step it gets back queues its next one at once, as the chat pipeline does.
+  let pos = 10;
+  const generate = async () => {
+    while (pos < 14) await b.submit(9, [1], pos++);
+  };
+  await Promise.all([generate(), b.submit(1, range(100), 0), b.submit(2, range(100), 0)]);
+  const kinds = ctx.rounds.map((r) => r.seq.every((s) => s === 9) ? "step" : `prompt ${r.seq[0]}`);
+  assert.deepEqual(kinds, ["step", "prompt 1", "step", "prompt 2", "step", "step"]);
 });
 
 Deno.test("short prompts share a round until it has read PROMPT_CHUNK prompt tokens", async () => {
