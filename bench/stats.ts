@@ -9,10 +9,10 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-/** The p-th percentile of already sorted samples (nearest rank). */
+/** The p-th percentile of already sorted samples (nearest rank: the smallest with at least p% at or below it). */
 export function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
 /** The first candidate folder (relative to `root`) holding a model, or the last one (so errors name it). */
