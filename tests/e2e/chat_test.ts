@@ -6,6 +6,7 @@ import { WEATHER_TOOL } from "../support/tools.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { errorOf, MODELS_DIR, postRaw, startTestServer, type TestServer } from "../helpers.ts";
+import { assertStreamsTogether } from "../support/concurrent_streams.ts";
 import { transformersRuntime } from "../../src/engines/transformers/runtime.ts";
 import { memoryLogger } from "../../src/log.ts";
 
@@ -69,6 +70,20 @@ async function badRequest(s: TestServer, body: Record<string, unknown>): Promise
 
 const hi: Msg[] = [{ role: "user", content: "Hi there!" }];
 const forever: Msg[] = [{ role: "user", content: "Count forever" }];
+
+/** A long stream of which `reads` chunks are read, then left unread: it holds a generation slot until aborted. */
+async function holdStream(s: TestServer, reads: number) {
+  const ctrl = new AbortController();
+  const res = await fetch(`${s.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MODEL, messages: forever, stream: true, max_tokens: 900 }),
+    signal: ctrl.signal,
+  });
+  const reader = res.body!.getReader();
+  for (let i = 0; i < reads; i++) await reader.read();
+  return { ctrl, reader };
+}
 
 Deno.test("chat completions e2e", async (t) => {
   const s = await startTestServer();
@@ -519,19 +534,7 @@ Deno.test("chat completions e2e", async (t) => {
       "an aborted stream frees the model at once: the queued request completes promptly",
       async () => {
         // The default --parallel (4) streams fill the model's generation slots.
-        const held = await Promise.all(Array.from({ length: 4 }, async () => {
-          const ctrl = new AbortController();
-          const res = await fetch(`${s.url}/v1/chat/completions`, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ model: MODEL, messages: forever, stream: true, max_tokens: 900 }),
-            signal: ctrl.signal,
-          });
-          const reader = res.body!.getReader();
-          await reader.read();
-          await reader.read();
-          return { ctrl, reader };
-        }));
+        const held = await Promise.all(Array.from({ length: 4 }, () => holdStream(s, 2)));
         // The streams are now paused by backpressure, holding the model; the next request queues behind them.
         const next = s.client.chat.completions.create({ model: MODEL, messages: hi as never });
         await new Promise((r) => setTimeout(r, 100));
@@ -568,15 +571,7 @@ Deno.test("chat completions: a full queue answers 429 with Retry-After", async (
   // One generation at a time (--parallel=1), so one stream fills the model and --queue-size=0 leaves no room.
   const s = await startTestServer({ flags: ["--queue-size=0", "--parallel=1"] });
   try {
-    const ctrl = new AbortController();
-    const res = await fetch(`${s.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model: MODEL, messages: forever, stream: true, max_tokens: 900 }),
-      signal: ctrl.signal,
-    });
-    const reader = res.body!.getReader();
-    await reader.read();
+    const { ctrl, reader } = await holdStream(s, 1);
     const busy = await postRaw(
       `${s.url}/v1/chat/completions`,
       JSON.stringify({ model: MODEL, messages: hi }),
@@ -662,49 +657,8 @@ Deno.test("chat completions: streams generate together and later turns reuse the
       max_tokens: 10,
     });
     assert.equal(cold.usage!.prompt_tokens_details!.cached_tokens, 0);
-    const prompts = [
-      "Hi there!",
-      "Count forever",
-      "What's the weather in Paris?",
-      "Say something in unicode",
-    ];
-    const expected = new Map<string, string>();
-    for (const p of prompts) {
-      const r = await s.client.chat.completions.create({
-        model: MODEL,
-        messages: [{ role: "user", content: p }],
-        max_tokens: 20,
-      });
-      expected.set(p, r.choices[0].message.content ?? "");
-    }
-    // All 8 must be admitted at once and each must get exactly its reply.
-    let mostActive = 0;
-    let running = true;
-    const watch = (async () => {
-      while (running) {
-        mostActive = Math.max(
-          mostActive,
-          s.server.registry.queues().find((q) => q.model === MODEL)?.active ?? 0,
-        );
-        await new Promise((r) => setTimeout(r, 1));
-      }
-    })();
-    const results = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
-      const p = prompts[i % prompts.length];
-      const stream = await s.client.chat.completions.create({
-        model: MODEL,
-        messages: [{ role: "user", content: p }],
-        max_tokens: 20,
-        stream: true,
-      });
-      let text = "";
-      for await (const c of stream) text += c.choices[0]?.delta?.content ?? "";
-      return [p, text] as const;
-    }));
-    running = false;
-    await watch;
-    for (const [p, text] of results) assert.equal(text, expected.get(p), p);
-    assert.ok(mostActive > 1, `generations overlapped (${mostActive} at once)`);
+    // Eight streams at once, each with exactly its reply.
+    await assertStreamsTogether(s, { model: MODEL, count: 8 });
 
     // A second turn: the first turn's prompt and reply (all but its last token) come from the cache.
     const r1 = await s.client.chat.completions.create({ model: MODEL, messages: first as never });

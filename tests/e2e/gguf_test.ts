@@ -6,6 +6,7 @@
 // uncached), 8 concurrent streams decoded together, a corrupt GGUF failing alone, and chat (GGUF), embeddings
 // and transcription (whisper.cpp, its own ggml) in one process.
 import { WEATHER_TOOL } from "../support/tools.ts";
+import { assertStreamsTogether } from "../support/concurrent_streams.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { toFile } from "openai";
@@ -167,48 +168,8 @@ Deno.test("gguf chat: a second turn reuses the cached prefix, exactly counted, w
 
 Deno.test("gguf chat: 8 concurrent streams are decoded together and each gets its exact reply", async () => {
   await withServer(GGUF, async (s) => {
-    const prompts = [
-      "Hi there!",
-      "Count forever",
-      "What's the weather in Paris?",
-      "Say something in unicode",
-    ];
-    const expected = new Map<string, string>();
-    for (const p of prompts) {
-      const r = await s.client.chat.completions.create({
-        model: "chat-tiny",
-        messages: [{ role: "user", content: p }],
-        max_tokens: 20,
-      });
-      expected.set(p, r.choices[0].message.content ?? "");
-    }
-    // Watch the model's queue while they run: all 8 must be admitted at once (--parallel 8 here).
-    let mostActive = 0;
-    let running = true;
-    const watch = (async () => {
-      while (running) {
-        const q = s.server.registry.queues().find((q) => q.model === "chat-gguf");
-        mostActive = Math.max(mostActive, q?.active ?? 0);
-        await new Promise((r) => setTimeout(r, 1));
-      }
-    })();
-    const streams = Array.from({ length: 8 }, async (_, i) => {
-      const p = prompts[i % prompts.length];
-      const stream = await s.client.chat.completions.create({
-        model: "chat-gguf",
-        messages: [{ role: "user", content: p }],
-        max_tokens: 20,
-        stream: true,
-      });
-      let text = "";
-      for await (const c of stream) text += c.choices[0]?.delta?.content ?? "";
-      return [p, text] as const;
-    });
-    const results = await Promise.all(streams);
-    running = false;
-    await watch;
-    for (const [p, text] of results) assert.equal(text, expected.get(p), p);
-    assert.ok(mostActive > 1, `generations overlapped (${mostActive} at once)`);
+    // The ONNX export answers each alone; all 8 must be admitted at once (--parallel 8 here).
+    await assertStreamsTogether(s, { model: "chat-gguf", reference: "chat-tiny", count: 8 });
   }, ["--parallel=8"]);
 });
 

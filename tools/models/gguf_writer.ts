@@ -2,6 +2,7 @@
 // aligned data, with F32, F16, Q8_0 and Q4_0 tensors quantized exactly as ggml's reference quantizers do; and
 // the two model kinds the project generates: a Llama/Qwen2 decoder (from the same DecoderWeights the ONNX
 // graphs are built from) and a BERT encoder, each with the byte-level BPE or WordPiece tokenizer of its folder.
+import type { BertShape } from "./bert_graph.ts";
 import type { DecoderShape, DecoderWeights } from "./decoder_graph.ts";
 
 const enum Kv {
@@ -346,17 +347,7 @@ export function decoderGguf(s: DecoderGgufSpec): Uint8Array {
 
 export interface BertGgufSpec {
   name: string;
-  /** Layers, heads and sizes (as tools/models/bert_graph.ts's BertShape). */
-  shape: {
-    vocabSize: number;
-    hiddenSize: number;
-    numLayers: number;
-    numHeads: number;
-    intermediateSize: number;
-    maxPositions: number;
-    typeVocabSize: number;
-    layerNormEps: number;
-  };
+  shape: BertShape;
   /** The fp32 weights by their ONNX initializer names (HF BertModel names; matrices [in, out]). */
   weight: (name: string) => Float32Array;
   /** Matrices' type; embeddings of positions and token types, norms and biases stay F32. */
