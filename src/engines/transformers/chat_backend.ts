@@ -47,9 +47,7 @@ interface CacheRef {
 
 interface Sequence {
   cache: CacheRef | null;
-  /** Tokens the cache holds. */
-  length: number;
-  /** Those tokens (the prompt cache matches prefixes against them). */
+  /** The tokens the cache holds (the prompt cache matches prefixes against them). */
   tokens: number[];
 }
 
@@ -181,7 +179,7 @@ export class TransformersChat implements ChatBackend {
 
   open(): SequenceId {
     const id = this.#nextSeq++;
-    this.#seqs.set(id, { cache: null, length: 0, tokens: [] });
+    this.#seqs.set(id, { cache: null, tokens: [] });
     return id;
   }
 
@@ -189,7 +187,7 @@ export class TransformersChat implements ChatBackend {
     const s = this.#seq(seq);
     const id = this.#nextSeq++;
     if (s.cache) s.cache.refs++;
-    this.#seqs.set(id, { cache: s.cache, length: s.length, tokens: s.tokens.slice() });
+    this.#seqs.set(id, { cache: s.cache, tokens: s.tokens.slice() });
     return id;
   }
 
@@ -225,18 +223,20 @@ export class TransformersChat implements ChatBackend {
     const { tf } = this.#p;
     const s = this.#seq(seq);
     if (ids.length === 0) throw new Error("nothing to prefill");
-    if (s.length + ids.length > this.contextLength) {
-      throw new Error(`${s.length + ids.length} tokens exceed the context window (${this.contextLength})`);
+    if (s.tokens.length + ids.length > this.contextLength) {
+      throw new Error(
+        `${s.tokens.length + ids.length} tokens exceed the context window (${this.contextLength})`,
+      );
     }
-    const cachedTokens = s.length === 0 ? await this.#reuse(s, ids) : 0;
+    const cachedTokens = s.tokens.length === 0 ? await this.#reuse(s, ids) : 0;
     const rest = ids.slice(cachedTokens);
     const n = rest.length;
     const logits = await this.#advance(s, () => {
       const positions = new BigInt64Array(n);
-      for (let i = 0; i < n; i++) positions[i] = BigInt(s.length + i + this.#positionBase);
+      for (let i = 0; i < n; i++) positions[i] = BigInt(s.tokens.length + i + this.#positionBase);
       return {
         input_ids: new tf.Tensor("int64", BigInt64Array.from(rest, BigInt), [1, n]),
-        attention_mask: this.#mask(s.length + n),
+        attention_mask: this.#mask(s.tokens.length + n),
         position_ids: new tf.Tensor("int64", positions, [1, n]),
       };
     }, rest);
@@ -264,7 +264,6 @@ export class TransformersChat implements ChatBackend {
       if (this.#cacheNames.some(([, input]) => !input.startsWith("past_key_values."))) return 0;
       s.cache = { tensors: await this.#truncate(best.cache.tensors, reuse), refs: 1 };
     }
-    s.length = reuse;
     s.tokens = ids.slice(0, reuse);
     return reuse;
   }
@@ -301,8 +300,8 @@ export class TransformersChat implements ChatBackend {
     const step = this.#stepTensors;
     return this.#advance(s, () => {
       this.#stepId[0] = BigInt(token);
-      this.#stepPos[0] = BigInt(s.length + this.#positionBase);
-      return { input_ids: step.id, attention_mask: this.#mask(s.length + 1), position_ids: step.pos };
+      this.#stepPos[0] = BigInt(s.tokens.length + this.#positionBase);
+      return { input_ids: step.id, attention_mask: this.#mask(s.tokens.length + 1), position_ids: step.pos };
     }, [token]);
   }
 
@@ -319,7 +318,6 @@ export class TransformersChat implements ChatBackend {
       const { row, cache } = await this.#forward(feeds(), s.cache?.tensors ?? null);
       release(s.cache);
       s.cache = { tensors: cache, refs: 1 };
-      s.length += added.length;
       s.tokens.push(...added);
       return row;
     });
