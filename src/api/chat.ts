@@ -50,6 +50,7 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
     },
     seed: body.seed == null ? randomSeed() : BigInt(body.seed),
     logprobs: body.logprobs ? body.top_logprobs ?? 0 : null,
+    ...thinkingOf(body.reasoning_effort),
   };
   // Checked before the model is loaded: a bad schema is a 400 whatever the model.
   checkJob(job, ctx.log);
@@ -79,6 +80,11 @@ function responseFormatOf(format: ResponseFormat | undefined): ChatResponseForma
   if (format.type === "json_object") return { type: "json_object" };
   const { name, schema, strict } = format.json_schema;
   return { type: "json_schema", name, schema: schema ?? {}, strict: strict === true };
+}
+
+/** `none`/`minimal` effort turns thinking off; any other level leaves the template's default. */
+export function thinkingOf(effort: string | null | undefined): { thinking?: boolean } {
+  return effort === "none" || effort === "minimal" ? { thinking: false } : {};
 }
 
 /** The smaller of max_tokens and max_completion_tokens; null when neither is set (the context decides). */
@@ -168,14 +174,14 @@ function wireFinish(reason: ChatFinishReason, legacy: boolean): string {
   return legacy && reason === "tool_calls" ? "function_call" : reason;
 }
 
-function usage(reply: Reply, completionTokens: number) {
+function usage(reply: Reply, completionTokens: number, reasoningTokens: number) {
   return {
     prompt_tokens: reply.promptTokens,
     completion_tokens: completionTokens,
     total_tokens: reply.promptTokens + completionTokens,
     prompt_tokens_details: { cached_tokens: reply.cachedTokens, audio_tokens: 0 },
     completion_tokens_details: {
-      reasoning_tokens: 0,
+      reasoning_tokens: reasoningTokens,
       audio_tokens: 0,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,
@@ -225,6 +231,7 @@ async function* admitted(run: Run): AsyncGenerator<ChoiceEvent> {
 
 interface ChoiceState {
   content: string[];
+  reasoning: string[];
   toolCalls: Map<number, { id: string; name: string; arguments: string }>;
   logprobs: ChatTokenLogprob[] | null;
   finish: ChatFinishReason;
@@ -234,10 +241,12 @@ interface ChoiceState {
 async function complete(run: Run) {
   const choices: ChoiceState[] = [];
   let completionTokens = 0;
+  let reasoningTokens = 0;
   for await (const ev of admitted(run)) {
     if (ev.type === "start") {
       choices[ev.choice] = {
         content: [],
+        reasoning: [],
         toolCalls: new Map(),
         logprobs: run.job.logprobs !== null ? [] : null,
         finish: "stop",
@@ -248,9 +257,11 @@ async function complete(run: Run) {
     if (ev.type === "finish") {
       c.finish = ev.reason;
       completionTokens += ev.completionTokens;
+      reasoningTokens += ev.reasoningTokens;
       continue;
     }
     if (ev.delta.content) c.content.push(ev.delta.content);
+    if (ev.delta.reasoning) c.reasoning.push(ev.delta.reasoning);
     for (const t of ev.delta.toolCalls ?? []) {
       const call = c.toolCalls.get(t.index) ?? { id: "", name: "", arguments: "" };
       call.id ||= t.id ?? "";
@@ -281,6 +292,7 @@ async function complete(run: Run) {
           role: "assistant",
           content: calls.length && !content ? null : content,
           refusal: null,
+          ...(c.reasoning.length ? { reasoning_content: c.reasoning.join("") } : {}),
           ...(calls.length ? legacy ? { function_call: calls[0].function } : { tool_calls: calls } : {}),
           annotations: [],
         },
@@ -288,7 +300,7 @@ async function complete(run: Run) {
         finish_reason: wireFinish(c.finish, legacy),
       };
     }),
-    usage: usage(reply, completionTokens),
+    usage: usage(reply, completionTokens, reasoningTokens),
     service_tier: "default",
   };
 }
@@ -314,6 +326,7 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
     usage: usageValue,
   });
   let completionTokens = 0;
+  let reasoningTokens = 0;
   for await (const ev of admitted(run)) {
     switch (ev.type) {
       case "start":
@@ -325,7 +338,11 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
         });
         break;
       case "delta":
-        if (ev.delta.toolCalls === undefined && ev.delta.content !== undefined && ev.logprobs === null) {
+        if (
+          ev.delta.toolCalls === undefined && ev.delta.content !== undefined &&
+          ev.delta.reasoning === undefined &&
+          ev.logprobs === null
+        ) {
           yield `${head}${ev.choice},"delta":{"content":${
             JSON.stringify(ev.delta.content)
           }},"logprobs":null${tail}`;
@@ -333,6 +350,7 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
           yield chunk({
             index: ev.choice,
             delta: {
+              ...(ev.delta.reasoning !== undefined ? { reasoning_content: ev.delta.reasoning } : {}),
               ...(ev.delta.content !== undefined ? { content: ev.delta.content } : {}),
               ...(ev.delta.toolCalls
                 ? reply.legacyFunctions
@@ -347,6 +365,7 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
         break;
       case "finish":
         completionTokens += ev.completionTokens;
+        reasoningTokens += ev.reasoningTokens;
         yield chunk({
           index: ev.choice,
           delta: {},
@@ -357,7 +376,7 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
     }
   }
   if (includeUsage) {
-    yield { ...chunk({}), choices: [], usage: usage(reply, completionTokens) };
+    yield { ...chunk({}), choices: [], usage: usage(reply, completionTokens, reasoningTokens) };
   }
 }
 

@@ -232,6 +232,12 @@ export class BudgetedConstraint implements ChatLogitsProcessor {
     if (closing.length === 0 && onlyIn(mask, eos)) return "end";
   }
 
+  /** A token spent outside the document (a thinking block before it): it still uses the budget. */
+  skip(): void {
+    this.#used++;
+    this.#plan = null;
+  }
+
   accept(tokenId: number): void {
     this.#used++;
     const m = this.matcher;

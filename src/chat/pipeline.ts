@@ -4,7 +4,7 @@
 // sampling, logprobs, stop sequences, UTF-8-safe incremental text and tool-call parsing, with seeds and
 // cancellation between tokens. Choices (n > 1) fork the prefilled sequence. Backends only give logits for
 // sequences (ChatBackend); every chat-like endpoint and the benchmarks run generations through here.
-import { ChatPromptError, InvalidRequest } from "../errors.ts";
+import { InvalidRequest } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type {
   ChatBackend,
@@ -24,6 +24,8 @@ import { ChoiceOutput } from "./output.ts";
 import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "./sampler.ts";
 import { IncrementalDecoder, StopFilter } from "./text.ts";
 import { detectToolFormat, ToolOutputParser } from "./tools/mod.ts";
+import { promptIds, promptParam } from "./prompt.ts";
+import { ReasoningSplitter, templateThinks, THINK_OPEN, ThinkingGate } from "./reasoning.ts";
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -41,7 +43,9 @@ export function checkJob(job: ChatJob, log?: Logger): void {
 
 /** The plug-ins of one job: per-choice constraint and output parser factories. */
 interface Plugins {
-  processor?: (choice: number) => ChatLogitsProcessor;
+  processor?: (choice: number) => BudgetedConstraint;
+  /** The `<think>` token a gated constraint keeps allowed before the output shows whether it thinks. */
+  thinkOpenId?: number | undefined;
   parser?: (choice: number) => ChatOutputParser;
 }
 
@@ -49,7 +53,13 @@ interface Plugins {
  * The constraint (a forced call, else response_format) and the parser that reads calls out of the output.
  * Under response_format the reply is the JSON document: nothing in it is read as a call.
  */
-function plugins(backend: ChatBackend, job: ChatJob, maxTokens: number, log?: Logger): Plugins {
+function plugins(
+  backend: ChatBackend,
+  job: ChatJob,
+  maxTokens: number,
+  thinkOpenId: number | undefined,
+  log?: Logger,
+): Plugins {
   const { tools } = job;
   const format = detectToolFormat(backend.chatTemplate);
   const grammar = tools.forced ? forcedCallGrammar(tools, format) : responseGrammar(job.responseFormat, log);
@@ -70,6 +80,7 @@ function plugins(backend: ChatBackend, job: ChatJob, maxTokens: number, log?: Lo
       );
     }
     out.processor = (i) => constraints[i] = new BudgetedConstraint(grammar, index, maxTokens);
+    out.thinkOpenId = thinkOpenId;
   }
   out.parser = (i) =>
     new ChoiceOutput(parseCalls ? new ToolOutputParser(format) : null, {
@@ -87,17 +98,18 @@ export function completionBudget(
   requested: number | null,
   promptTokens: number,
   contextLength: number,
+  param = "messages",
 ): number {
   const room = contextLength - promptTokens;
   if (requested === null ? room < 1 : requested > room) {
     const total = promptTokens + (requested ?? 1);
     throw new InvalidRequest(
       `This model's maximum context length is ${contextLength} tokens. However, you requested ${total} tokens ` +
-        `(${promptTokens} in the messages, ${
+        `(${promptTokens} in the ${param}, ${
           requested ?? 1
         } in the completion). Please reduce the length of ` +
-        `the messages or completion.`,
-      "messages",
+        `the ${param} or completion.`,
+      param,
       "context_length_exceeded",
     );
   }
@@ -147,30 +159,49 @@ export async function* runChat(
 ): AsyncGenerator<ChatEvent> {
   const { signal, log } = opts;
   checkTools(job.tools.declared);
-  let ids: number[];
-  try {
-    ids = backend.render(job.messages, job.tools.offered);
-  } catch (e) {
-    if (e instanceof ChatPromptError) throw new InvalidRequest(e.message, "messages", "invalid_value");
-    throw e;
-  }
-  if (ids.length === 0) throw new InvalidRequest("The messages render to an empty prompt.", "messages");
-  const maxTokens = completionBudget(job.maxTokens, ids.length, backend.contextLength);
+  const ids = promptIds(backend, job);
+  const maxTokens = completionBudget(job.maxTokens, ids.length, backend.contextLength, promptParam(job));
   const sampling = samplingOf(backend, job);
-  const plug = plugins(backend, job, maxTokens, log);
+  // Thinking blocks are read out of chat replies of models whose template has them.
+  const think = !job.prompt && templateThinks(backend.chatTemplate)
+    ? { open: /<think>\s*$/.test(backend.decode(ids.slice(-4))), openId: backend.tokenId(THINK_OPEN) }
+    : null;
+  const plug = plugins(backend, job, maxTokens, think?.openId, log);
   checkAbort(signal);
 
   const base = backend.open();
   try {
-    const { logits, cachedTokens } = await backend.prefill(base, ids);
-    yield { type: "prompt", promptTokens: ids.length, cachedTokens };
+    const wantEcho = job.echo === true;
+    const { logits, cachedTokens, promptLps } = wantEcho && job.logprobs !== null
+      ? await prefillScored(backend, base, ids, job.logprobs, signal)
+      : { ...(await backend.prefill(base, ids)), promptLps: null };
+    yield {
+      type: "prompt",
+      promptTokens: ids.length,
+      cachedTokens,
+      ...(wantEcho ? { echo: { text: backend.decode(ids), logprobs: promptLps } } : {}),
+    };
     // Kept pristine for every choice; each choice works on its own copy.
     const first = job.n > 1 ? logits.slice() : logits;
     const state = new DecodeState(backend, first.length, job.logprobs !== null);
     for (let choice = 0; choice < job.n; choice++) {
       const seq = choice === job.n - 1 ? base : backend.fork(base);
+      const splitter = think ? new ReasoningSplitter(think.open) : null;
       try {
-        yield* decodeChoice(backend, seq, ids, first, choice, job, sampling, maxTokens, plug, state, signal);
+        yield* decodeChoice(
+          backend,
+          seq,
+          ids,
+          first,
+          choice,
+          job,
+          sampling,
+          maxTokens,
+          plug,
+          state,
+          splitter,
+          signal,
+        );
       } finally {
         if (seq !== base) backend.close(seq);
       }
@@ -178,6 +209,29 @@ export async function* runChat(
   } finally {
     backend.close(base);
   }
+}
+
+/**
+ * Prefill one token at a time, so every prompt token gets the logprob the model gave it (echo with
+ * logprobs). Slower than one prefill, and only taken when a request asks for these numbers.
+ */
+async function prefillScored(
+  backend: ChatBackend,
+  seq: SequenceId,
+  ids: number[],
+  top: number,
+  signal: AbortSignal | undefined,
+): Promise<{ logits: Float32Array; cachedTokens: number; promptLps: (ChatTokenLogprob | null)[] }> {
+  const first = await backend.prefill(seq, ids.slice(0, 1));
+  const lps: (ChatTokenLogprob | null)[] = [null];
+  const scorer = new DecodeState(backend, first.logits.length, true);
+  let logits = first.logits;
+  for (let i = 1; i < ids.length; i++) {
+    checkAbort(signal);
+    lps.push(scorer.logprob(logits, ids[i], top));
+    logits = await backend.step(seq, ids[i]);
+  }
+  return { logits, cachedTokens: first.cachedTokens, promptLps: lps };
 }
 
 /** Buffers reused by every choice of a job. */
@@ -219,12 +273,16 @@ async function* decodeChoice(
   maxTokens: number,
   plug: Plugins,
   st: DecodeState,
+  splitter: ReasoningSplitter | null,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<ChatEvent> {
   const { raw, sampler, counts } = st;
   const rng = new Rng(job.seed, choice);
   counts.reset();
-  const processor = plug.processor?.(choice);
+  const constraint = plug.processor?.(choice);
+  const processor: ChatLogitsProcessor | undefined = constraint && splitter
+    ? new ThinkingGate(constraint, splitter, plug.thinkOpenId)
+    : constraint;
   const parser = plug.parser?.(choice);
   const detok = new IncrementalDecoder((x) => x.length ? backend.decode(x) : "", promptIds);
   const stop = new StopFilter(job.stop);
@@ -233,6 +291,7 @@ async function* decodeChoice(
   let produced = 0;
   let emitted = 0;
   let generated = 0;
+  let reasoningTokens = 0;
   let row: Float32Array = st.work;
   row.set(first);
   yield { type: "start", choice };
@@ -263,11 +322,29 @@ async function* decodeChoice(
       finish = isEos ? "stop" : "length";
     }
     emitted += visible.length;
-    if (visible || (finish && pendingLp.length)) {
+    let split: { reasoning: string; content: string } | null = null;
+    if (splitter) {
+      const before = splitter.phase;
+      split = splitter.push(visible);
+      if (finish) {
+        const tail = splitter.end();
+        split.reasoning += tail.reasoning;
+        split.content += tail.content;
+      }
+      // A token of the block: read while thinking, or the one that opened or closed it.
+      if (
+        before === "thinking" || splitter.phase === "thinking" || (before === "start" && splitter.thought)
+      ) {
+        reasoningTokens++;
+      }
+    }
+    if (visible || (split && (split.reasoning || split.content)) || (finish && pendingLp.length)) {
       const lps = raw
         ? takeLogprobs(pendingLp, finish ? (stop.stopped ? emitted : Infinity) : emitted)
         : null;
-      const deltas: ChatDelta[] = parser ? parser.push(visible) : visible ? [{ content: visible }] : [];
+      const content = split ? split.content : visible;
+      const deltas: ChatDelta[] = parser ? parser.push(content) : content ? [{ content }] : [];
+      if (split?.reasoning) deltas.unshift({ reasoning: split.reasoning });
       if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
       for (let i = 0; i < deltas.length; i++) {
         yield { type: "delta", choice, delta: deltas[i], logprobs: i === 0 ? lps : null, tokens: generated };
@@ -282,7 +359,7 @@ async function* decodeChoice(
     }
     if (parser.finishReason) finish = parser.finishReason;
   }
-  yield { type: "finish", choice, reason: finish!, completionTokens: generated };
+  yield { type: "finish", choice, reason: finish!, completionTokens: generated, reasoningTokens };
 }
 
 /** Logprob entries of tokens whose text starts before `upTo` (text emitted so far). */

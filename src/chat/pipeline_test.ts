@@ -8,7 +8,7 @@ import type { ChatBackend, ChatEvent, ChatMessage, ModelEntry, SequenceId } from
 import { runChat } from "./pipeline.ts";
 import { chatJob, collect } from "../../tests/support/chat_job.ts";
 
-const PIECES = ["<eos>", "Hel", "lo", " wor", "ld", "!", "\u00e9"];
+const PIECES = ["<eos>", "Hel", "lo", " wor", "ld", "!", "\u00e9", "<think>", "</think>", "\n\n"];
 const EOS = 0;
 
 /** A backend whose next token follows `script` (by position in the generated text), then end-of-sequence. */
@@ -18,18 +18,43 @@ class ScriptedBackend implements ChatBackend {
   readonly vocabSize = PIECES.length;
   readonly eosIds = new Set([EOS]);
   readonly tokenizerJson = null;
-  readonly chatTemplate = null;
   readonly defaults = { temperature: 0, topP: 1, topK: 0 };
   readonly calls: string[] = [];
   readonly open_ = new Set<SequenceId>();
   #next = 1;
   #pos = new Map<SequenceId, number>();
 
-  constructor(readonly script: number[], readonly contextLength = 64, readonly promptLength = 3) {}
+  constructor(
+    readonly script: number[],
+    readonly contextLength = 64,
+    readonly promptLength = 3,
+    readonly chatTemplate: string | null = null,
+  ) {}
 
-  render(messages: ChatMessage[]): number[] {
+  render(messages: ChatMessage[], _tools?: unknown, opts: { thinking?: boolean } = {}): number[] {
     if (messages.some((m) => m.role === "tool")) throw new ChatPromptError("no tools here");
-    return Array.from({ length: this.promptLength }, (_, i) => 1 + (i % 5));
+    const ids = Array.from({ length: this.promptLength }, (_, i) => 1 + (i % 5));
+    // A template that closes the block itself when thinking is off (Qwen3's enable_thinking).
+    return opts.thinking === false ? [...ids, 7, 9, 8, 9] : ids;
+  }
+  /** Pieces are whole words here: a text is the pieces it spells, longest first. */
+  encode(text: string, addSpecial: boolean): number[] {
+    const out: number[] = addSpecial ? [5] : [];
+    for (let i = 0; i < text.length;) {
+      const id = PIECES.reduce(
+        (best, p, t) =>
+          t > 0 && p && text.startsWith(p, i) && p.length > (PIECES[best]?.length ?? 0) ? t : best,
+        -1,
+      );
+      if (id < 0) throw new Error(`no piece at ${text.slice(i)}`);
+      out.push(id);
+      i += PIECES[id].length;
+    }
+    return out;
+  }
+  tokenId(piece: string): number | undefined {
+    const id = PIECES.indexOf(piece);
+    return id < 0 ? undefined : id;
   }
   decode(ids: number[]): string {
     return ids.map((id) => (id === EOS ? "" : PIECES[id])).join("");
@@ -92,7 +117,7 @@ Deno.test("pipeline: greedy script in, exact events out; one prefill, one step p
     { type: "delta", choice: 0, delta: { content: " wor" }, logprobs: null, tokens: 3 },
     { type: "delta", choice: 0, delta: { content: "ld" }, logprobs: null, tokens: 4 },
     { type: "delta", choice: 0, delta: { content: "!" }, logprobs: null, tokens: 5 },
-    { type: "finish", choice: 0, reason: "stop", completionTokens: 6 },
+    { type: "finish", choice: 0, reason: "stop", completionTokens: 6, reasoningTokens: 0 },
   ]);
   assert.deepEqual(b.calls, [
     "prefill 1 3",
@@ -110,17 +135,29 @@ Deno.test("pipeline: max tokens, stop sequences, logprobs (one entry per visible
   const b = new ScriptedBackend(HELLO);
   const short = await collect(runChat(b, chatJob(hi, { maxTokens: 2 })));
   assert.equal(content(short), "Hello");
-  assert.deepEqual(short.at(-1), { type: "finish", choice: 0, reason: "length", completionTokens: 2 });
+  assert.deepEqual(short.at(-1), {
+    type: "finish",
+    choice: 0,
+    reason: "length",
+    completionTokens: 2,
+    reasoningTokens: 0,
+  });
 
   const stopped = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { stop: ["wor"] })));
   assert.equal(content(stopped), "Hello ");
-  assert.deepEqual(stopped.at(-1), { type: "finish", choice: 0, reason: "stop", completionTokens: 3 });
+  assert.deepEqual(stopped.at(-1), {
+    type: "finish",
+    choice: 0,
+    reason: "stop",
+    completionTokens: 3,
+    reasoningTokens: 0,
+  });
 
   const lp = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { logprobs: 1 })));
   const entries = lp.flatMap((e) => (e.type === "delta" ? e.logprobs ?? [] : []));
   assert.deepEqual(entries.map((e) => e.token), ["Hel", "lo", " wor", "ld", "!"]);
-  // 10 against six zeros: log(e^10 / (e^10 + 6)).
-  const expected = 10 - Math.log(Math.exp(10) + 6);
+  // 10 against the other pieces' zeros: log(e^10 / (e^10 + vocab - 1)).
+  const expected = 10 - Math.log(Math.exp(10) + PIECES.length - 1);
   for (const e of entries) {
     assert.ok(Math.abs(e.logprob - expected) < 1e-5, `${e.logprob} vs ${expected}`);
     assert.equal(e.top.length, 1);
@@ -152,10 +189,10 @@ Deno.test("pipeline: refusals before any compute: context, logit_bias, template"
   assert.equal((await collect(runChat(new ScriptedBackend([1, 1, 1, 1], 8, 6), job))).at(-1)?.type, "finish");
 
   const bias = chatJob(hi);
-  bias.sampling.logitBias = { "7": 5 };
+  bias.sampling.logitBias = { "10": 5 };
   await assert.rejects(
     collect(runChat(new ScriptedBackend(HELLO), bias)),
-    (e: unknown) => e instanceof InvalidRequest && e.param === "logit_bias" && /ids 0 to 6/.test(e.message),
+    (e: unknown) => e instanceof InvalidRequest && e.param === "logit_bias" && /ids 0 to 9/.test(e.message),
   );
   const b = new ScriptedBackend(HELLO);
   await assert.rejects(
@@ -174,7 +211,13 @@ Deno.test("pipeline: logit_bias steers, ignore_eos runs to the budget, an abort 
   const long = await collect(
     runChat(new ScriptedBackend([1]), chatJob(hi, { ignoreEos: true, maxTokens: 4 })),
   );
-  assert.deepEqual(long.at(-1), { type: "finish", choice: 0, reason: "length", completionTokens: 4 });
+  assert.deepEqual(long.at(-1), {
+    type: "finish",
+    choice: 0,
+    reason: "length",
+    completionTokens: 4,
+    reasoningTokens: 0,
+  });
 
   const b = new ScriptedBackend(Array(50).fill(1));
   const ctrl = new AbortController();
@@ -190,4 +233,101 @@ Deno.test("pipeline: logit_bias steers, ignore_eos runs to the budget, an abort 
   assert.equal(deltas, 2);
   assert.equal(b.calls.filter((c) => c.startsWith("step")).length, 2, "no step after the abort");
   assert.equal(b.open_.size, 0);
+});
+
+function reasoning(events: ChatEvent[]): string {
+  return events.map((e) => (e.type === "delta" ? e.delta.reasoning ?? "" : "")).join("");
+}
+
+const THINKING_TEMPLATE = "{{ '<think>' }}...{{ '</think>' }}";
+// "<think>", " wor", "ld", "</think>", "\n\n", "Hel", "lo", "!"
+const THOUGHT = [7, 3, 4, 8, 9, 1, 2, 5];
+
+Deno.test("pipeline: a thinking block goes to reasoning (trimmed), never to content; its tokens are counted", async () => {
+  const events = await collect(runChat(new ScriptedBackend(THOUGHT, 64, 3, THINKING_TEMPLATE), chatJob(hi)));
+  assert.equal(reasoning(events), "world");
+  assert.equal(content(events), "Hello!");
+  assert.deepEqual(events.at(-1), {
+    type: "finish",
+    choice: 0,
+    reason: "stop",
+    completionTokens: 9,
+    reasoningTokens: 4,
+  });
+  // Streamed as it comes: the reasoning delta arrives before any content.
+  const kinds = events.flatMap((e) => e.type === "delta" ? Object.keys(e.delta) : []);
+  assert.equal(kinds.indexOf("reasoning"), 0);
+  assert.ok(kinds.lastIndexOf("reasoning") < kinds.indexOf("content"));
+});
+
+Deno.test("pipeline: without a thinking template the tags are the model's text; cut mid-thought is reasoning", async () => {
+  const plain = await collect(runChat(new ScriptedBackend(THOUGHT), chatJob(hi)));
+  assert.equal(content(plain), "<think> world</think>\n\nHello!");
+  assert.equal(reasoning(plain), "");
+  const cut = await collect(
+    runChat(new ScriptedBackend(THOUGHT, 64, 3, THINKING_TEMPLATE), chatJob(hi, { maxTokens: 3 })),
+  );
+  assert.equal(reasoning(cut), "world");
+  assert.equal(content(cut), "");
+  assert.deepEqual(cut.at(-1), {
+    type: "finish",
+    choice: 0,
+    reason: "length",
+    completionTokens: 3,
+    reasoningTokens: 3,
+  });
+});
+
+Deno.test("pipeline: thinking off renders enable_thinking false; the closed block in the prompt is not output", async () => {
+  const b = new ScriptedBackend([1, 2, 5], 64, 3, THINKING_TEMPLATE);
+  const events = await collect(runChat(b, chatJob(hi, { thinking: false })));
+  assert.deepEqual(events[0], { type: "prompt", promptTokens: 7, cachedTokens: 0 });
+  assert.equal(content(events), "Hello!");
+  assert.equal(reasoning(events), "");
+  // A template that opens the block in its prompt (DeepSeek-R1 style): the reply starts inside it.
+  const open = new ScriptedBackend([3, 4, 8, 1, 2], 64, 3, THINKING_TEMPLATE);
+  open.render = () => [1, 7];
+  const r1 = await collect(runChat(open, chatJob(hi)));
+  assert.equal(reasoning(r1), "world");
+  assert.equal(content(r1), "Hello");
+});
+
+Deno.test("pipeline: a raw prompt is encoded without a template; echo reports its text and its logprobs", async () => {
+  const b = new ScriptedBackend(HELLO);
+  const job = chatJob(hi, { prompt: { text: "Hello" }, echo: true, logprobs: 1, maxTokens: 2 });
+  const events = await collect(runChat(b, job));
+  const prompt = events[0];
+  assert.ok(prompt.type === "prompt");
+  assert.equal(prompt.promptTokens, 3); // "!" (the fake's BOS), "Hel", "lo"
+  assert.equal(prompt.echo?.text, "!Hello");
+  const lps = prompt.echo!.logprobs!;
+  assert.equal(lps[0], null);
+  // The fake's logits put 10 on the script's next token and 0 elsewhere: "Hel" was its pick, and so was
+  // "lo" (its script moves one piece per step).
+  const z = Math.log(Math.exp(10) + PIECES.length - 1);
+  assert.ok(Math.abs(lps[1]!.logprob - (10 - z)) < 1e-5);
+  assert.ok(Math.abs(lps[2]!.logprob - (10 - z)) < 1e-5);
+  assert.deepEqual(lps.slice(1).map((lp) => [lp!.token, lp!.top[0].token]), [["Hel", "Hel"], ["lo", "lo"]]);
+  assert.deepEqual(b.calls.slice(0, 3), ["prefill 1 1", "step 1 1", "step 1 2"]);
+  const ids = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { prompt: { ids: [1, 2] } })));
+  assert.deepEqual(ids[0], { type: "prompt", promptTokens: 2, cachedTokens: 0 });
+  await assert.rejects(
+    collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { prompt: { ids: [99] } }))),
+    (e) => e instanceof InvalidRequest && e.param === "prompt",
+  );
+});
+
+Deno.test("pipeline: suffix needs FIM tokens (400 naming suffix), and builds prefix-suffix-middle when present", async () => {
+  await assert.rejects(
+    collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { prompt: { text: "Hel", suffix: "!" } }))),
+    (e) => e instanceof InvalidRequest && e.param === "suffix" && e.code === "unsupported_value",
+  );
+  const b = new ScriptedBackend(HELLO);
+  const fim = new Map([["<|fim_prefix|>", 7], ["<|fim_suffix|>", 8], ["<|fim_middle|>", 9]]);
+  b.tokenId = (p) => fim.get(p);
+  let seen: number[] = [];
+  const prefill = b.prefill.bind(b);
+  b.prefill = (seq, ids) => (seen = ids, prefill(seq, ids));
+  await collect(runChat(b, chatJob(hi, { prompt: { text: "Hel", suffix: "!" } })));
+  assert.deepEqual(seen, [7, 1, 8, 5, 9]);
 });

@@ -123,7 +123,14 @@ export interface ChatSamplingRequest {
  * The pipeline (src/chat/pipeline.ts) turns it into a prompt, a budget, constraints and parsers.
  */
 export interface ChatJob {
+  /** The conversation, rendered through the chat template (ignored when `prompt` is set). */
   messages: ChatMessage[];
+  /** A raw prompt (legacy completions): no chat template; text is tokenized as the model's tokenizer does. */
+  prompt?: ChatRawPrompt;
+  /** Report the prompt's text and, with `logprobs`, each prompt token's logprob (the `prompt` event). */
+  echo?: boolean;
+  /** Thinking models: false asks the template not to think (enable_thinking), where it supports that. */
+  thinking?: boolean;
   tools: ChatToolPlan;
   responseFormat: ChatResponseFormat | null;
   /** Choices, generated one after another from one prefill. */
@@ -142,6 +149,12 @@ export interface ChatJob {
   /** null: no logprobs; otherwise how many alternatives per token (0..20). */
   logprobs: number | null;
 }
+
+/**
+ * A prompt given without a chat template: text (with `suffix`, a fill-in-the-middle prompt, for models whose
+ * vocabulary has FIM tokens) or token ids as they are.
+ */
+export type ChatRawPrompt = { text: string; suffix?: string } | { ids: number[] };
 
 /** How the next token is picked once the defaults are applied; see src/chat/sampler.ts. */
 export interface ChatSampling {
@@ -181,6 +194,8 @@ export interface ChatToolCallDelta {
 /** What one step adds to a choice's message. */
 export interface ChatDelta {
   content?: string;
+  /** Text of a thinking block (`<think>...</think>`), never part of content. */
+  reasoning?: string;
   toolCalls?: ChatToolCallDelta[];
 }
 
@@ -209,12 +224,25 @@ export interface ChatTokenLogprob extends ChatTokenAlternative {
 
 export type ChatEvent =
   /** First, once the prompt is rendered and accepted: its size and how much of it came from a cache. */
-  | { type: "prompt"; promptTokens: number; cachedTokens: number }
+  | {
+    type: "prompt";
+    promptTokens: number;
+    cachedTokens: number;
+    /** With `echo`: the prompt's text, and with `logprobs` each prompt token's (null for the first). */
+    echo?: { text: string; logprobs: (ChatTokenLogprob | null)[] | null };
+  }
   /** Prefill is done for this choice; deltas follow. */
   | { type: "start"; choice: number }
   /** `tokens`: tokens generated so far in this choice (so an aborted request still knows its count). */
   | { type: "delta"; choice: number; delta: ChatDelta; logprobs: ChatTokenLogprob[] | null; tokens: number }
-  | { type: "finish"; choice: number; reason: ChatFinishReason; completionTokens: number };
+  | {
+    type: "finish";
+    choice: number;
+    reason: ChatFinishReason;
+    completionTokens: number;
+    /** Of completionTokens, those spent in a thinking block. */
+    reasoningTokens: number;
+  };
 
 /** A loaded chat model as the API sees it: wherever its compute runs (a worker, or this thread). */
 export interface ChatEngine extends Engine {
@@ -255,8 +283,18 @@ export interface ChatBackend {
   readonly chatTemplate: string | null;
   /** Sampling defaults from the model's generation_config (used where a request sets none). */
   readonly defaults: { temperature: number; topP: number; topK: number };
-  /** Renders a conversation through the chat template and tokenizes it; throws ChatPromptError (src/errors.ts) when refused. */
-  render(messages: ChatMessage[], tools?: ChatTool[]): number[];
+  /**
+   * Renders a conversation through the chat template and tokenizes it; throws ChatPromptError (src/errors.ts)
+   * when refused. `thinking` false is passed to the template as `enable_thinking`.
+   */
+  render(messages: ChatMessage[], tools?: ChatTool[], opts?: { thinking?: boolean }): number[];
+  /**
+   * Tokenizes text without a template: special-token text is read as those tokens, and `addSpecial` adds
+   * what the tokenizer adds around a text (a BOS token for Llama-style models).
+   */
+  encode(text: string, addSpecial: boolean): number[];
+  /** The id of a token spelled exactly `piece` (added tokens such as `<think>` or `<|fim_prefix|>`). */
+  tokenId(piece: string): number | undefined;
   /** Text of ids (special tokens skipped), as the tokenizer decodes them. */
   decode(ids: number[]): string;
   /** A token's own text and bytes (partial UTF-8 shows as bytes), for logprobs. */

@@ -82,6 +82,9 @@ const Message = z.looseObject({
 
 const nullable = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
+/** OpenAI's effort levels; `none` and `minimal` turn a thinking model's block off (enable_thinking false). */
+export const ReasoningEffort = z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]);
+
 export const ChatCompletionRequest = z.looseObject({
   model: z.string(),
   messages: z.array(Message).min(1),
@@ -108,6 +111,7 @@ export const ChatCompletionRequest = z.looseObject({
   functions: Functions.optional(),
   function_call: FunctionCall.optional(),
   response_format: ResponseFormat.optional(),
+  reasoning_effort: nullable(ReasoningEffort),
   // Extensions (vLLM's names): sampling cut-off and benchmark controls.
   top_k: nullable(z.number().int().min(-1)),
   min_tokens: nullable(z.number().int().min(0)),

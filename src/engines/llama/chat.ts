@@ -33,6 +33,7 @@ export class LlamaChat implements ChatBackend {
   readonly eosIds: ReadonlySet<number>;
   readonly tokenizerJson = null;
   readonly chatTemplate: string | null;
+  #pieceIds: Map<string, number> | null = null;
   readonly defaults: { temperature: number; topP: number; topK: number };
   readonly batcher: DecodeBatcher;
   /** Sequences meant to generate together (the model's queue admits this many jobs). */
@@ -106,7 +107,7 @@ export class LlamaChat implements ChatBackend {
     return this.#text.map((b, t) => (this.#flags[t] >> 8) & ATTR_CONTROL ? null : b);
   }
 
-  render(messages: ChatMessage[], tools?: ChatTool[]): number[] {
+  render(messages: ChatMessage[], tools?: ChatTool[], opts: { thinking?: boolean } = {}): number[] {
     if (!this.#template) {
       throw new ChatPromptError("The model has no chat template (tokenizer.chat_template).");
     }
@@ -118,6 +119,7 @@ export class LlamaChat implements ChatBackend {
         tools: tools?.length ? tools.map(templateTool) : null,
         documents: null,
         ...this.#special,
+        ...(opts.thinking === undefined ? {} : { enable_thinking: opts.thinking }),
       });
     } catch (e) {
       throw new ChatPromptError(
@@ -125,6 +127,15 @@ export class LlamaChat implements ChatBackend {
       );
     }
     return this.model.tokenize(text, { addSpecial: false, parseSpecial: true });
+  }
+
+  encode(text: string, addSpecial: boolean): number[] {
+    return this.model.tokenize(text, { addSpecial, parseSpecial: true });
+  }
+
+  tokenId(piece: string): number | undefined {
+    this.#pieceIds ??= new Map(this.#spelled.map((b, id) => [utf8.decode(b), id]));
+    return this.#pieceIds.get(piece);
   }
 
   decode(ids: number[]): string {

@@ -144,7 +144,7 @@ export class TransformersChat implements ChatBackend {
     this.backend = `${rt.backend} ${dtype}`;
   }
 
-  render(messages: ChatMessage[], tools?: ChatTool[]): number[] {
+  render(messages: ChatMessage[], tools?: ChatTool[], opts: { thinking?: boolean } = {}): number[] {
     const conversation = messages.map(templateMessage);
     let ids: unknown;
     try {
@@ -154,13 +154,23 @@ export class TransformersChat implements ChatBackend {
         tokenize: true,
         return_tensor: false,
         return_dict: false,
-      });
+        ...(opts.thinking === undefined ? {} : { enable_thinking: opts.thinking }),
+      } as never);
     } catch (e) {
       throw new ChatPromptError(
         `The model's chat template cannot render these messages: ${(e as Error).message}`,
       );
     }
     return Array.from(ids as ArrayLike<number>, Number);
+  }
+
+  encode(text: string, addSpecial: boolean): number[] {
+    return this.#p.tokenizer.encode(text, { add_special_tokens: addSpecial });
+  }
+
+  tokenId(piece: string): number | undefined {
+    const id = this.#p.tokenizer.convert_tokens_to_ids(piece) as number | null | undefined;
+    return typeof id === "number" ? id : undefined;
   }
 
   /** Text of ids as the model's tokenizer decodes them (special tokens skipped). */

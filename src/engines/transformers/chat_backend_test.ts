@@ -65,7 +65,13 @@ Deno.test("chat backend: loads chat-tiny, reports its window and defaults, greed
   assert.deepEqual(all[0], { type: "prompt", promptTokens: e.render(hi).length, cachedTokens: 0 });
   const events = all.slice(1);
   assert.deepEqual(events[0], { type: "start", choice: 0 });
-  assert.deepEqual(events.at(-1), { type: "finish", choice: 0, reason: "stop", completionTokens: 6 });
+  assert.deepEqual(events.at(-1), {
+    type: "finish",
+    choice: 0,
+    reason: "stop",
+    completionTokens: 6,
+    reasoningTokens: 0,
+  });
   assert.deepEqual(texts(events), [HELLO]);
   assert.ok(events.filter((ev) => ev.type === "delta").length >= 5, "one delta per token");
 });
@@ -99,7 +105,13 @@ Deno.test("chat backend: stop sequences, max tokens and logprobs line up with th
   assert.ok(lps.every((l) => l.top.length === 2));
   const short = await choices(e, chatJob(hi, { maxTokens: 2 }));
   assert.deepEqual(texts(short), ["Hello from"]);
-  assert.deepEqual(short.at(-1), { type: "finish", choice: 0, reason: "length", completionTokens: 2 });
+  assert.deepEqual(short.at(-1), {
+    type: "finish",
+    choice: 0,
+    reason: "length",
+    completionTokens: 2,
+    reasoningTokens: 0,
+  });
   // No budget: whatever the window leaves.
   const all = await choices(e, chatJob(forever, { maxTokens: null }));
   const end = all.at(-1)!;

@@ -1,0 +1,158 @@
+// Owns thinking blocks (issue 14): a model whose template uses `<think>...</think>` (Qwen3, DeepSeek-R1
+// distills, SmolLM3) writes its reasoning first; the splitter sends that text to `reasoning` and the rest to
+// the answer, as it streams, so no tag or thought ever reaches `content`. Whitespace around the block is
+// trimmed (the answer's leading newlines, the reasoning's own), as llama.cpp's server does. The gate lets a
+// constraint (json_schema, forced tools) apply to the answer only: it is open once the block is over.
+import type { ChatLogitsProcessor } from "../engines/types.ts";
+
+export const THINK_OPEN = "<think>";
+export const THINK_CLOSE = "</think>";
+
+/** Whether a chat template writes or strips thinking blocks. */
+export function templateThinks(template: string | null): boolean {
+  return template !== null && (template.includes(THINK_OPEN) || template.includes(THINK_CLOSE));
+}
+
+export type ThinkPhase = "start" | "thinking" | "answer";
+
+export interface Split {
+  reasoning: string;
+  content: string;
+}
+
+/** Longest suffix of `text` that is a proper prefix of `tag` (it may become the tag). */
+function partialTag(text: string, tag: string): number {
+  for (let n = Math.min(tag.length - 1, text.length); n > 0; n--) {
+    if (tag.startsWith(text.slice(text.length - n))) return n;
+  }
+  return 0;
+}
+
+export class ReasoningSplitter {
+  phase: ThinkPhase;
+  /** Text held back: a possible tag, or whitespace that may end the reasoning. */
+  #held = "";
+  /** Reasoning text has been emitted (its leading whitespace is trimmed until then). */
+  #started = false;
+  /** The answer has begun (its leading whitespace is trimmed until then). */
+  #answering = false;
+  /** A block was opened (so the answer's leading whitespace belongs to the block's end). */
+  #thought = false;
+
+  /** `open`: the prompt already opened the block (a template that ends its generation prompt in `<think>`). */
+  constructor(open: boolean) {
+    this.phase = open ? "thinking" : "start";
+    this.#thought = open;
+  }
+
+  push(text: string): Split {
+    const out: Split = { reasoning: "", content: "" };
+    let rest = this.#held + text;
+    this.#held = "";
+    while (rest) {
+      if (this.phase === "start") {
+        const lead = rest.trimStart();
+        if (lead.startsWith(THINK_OPEN)) {
+          this.phase = "thinking";
+          this.#thought = true;
+          rest = lead.slice(THINK_OPEN.length);
+          continue;
+        }
+        if (THINK_OPEN.startsWith(lead)) {
+          this.#held = rest; // whitespace, or a tag still arriving
+          return out;
+        }
+        this.phase = "answer";
+        this.#answering = true; // no block: the text is the model's own, untouched
+      }
+      if (this.phase === "thinking") {
+        const end = rest.indexOf(THINK_CLOSE);
+        const body = end < 0 ? rest : rest.slice(0, end);
+        const keep = end < 0 ? partialTag(body, THINK_CLOSE) : 0;
+        let emit = body.slice(0, body.length - keep);
+        if (!this.#started) emit = emit.trimStart();
+        const trimmed = emit.trimEnd();
+        // Trailing whitespace waits: it is dropped if the block ends right after it.
+        if (end < 0) this.#held = emit.slice(trimmed.length) + body.slice(body.length - keep);
+        if (trimmed) {
+          out.reasoning += trimmed;
+          this.#started = true;
+        }
+        if (end < 0) return out;
+        this.phase = "answer";
+        rest = rest.slice(end + THINK_CLOSE.length);
+        continue;
+      }
+      if (!this.#answering) {
+        rest = rest.trimStart();
+        if (!rest) return out;
+        this.#answering = true;
+      }
+      out.content += rest;
+      rest = "";
+    }
+    return out;
+  }
+
+  /** The end of the output: what was held goes where it was heading. */
+  end(): Split {
+    const held = this.#held;
+    this.#held = "";
+    if (this.phase === "start") return { reasoning: "", content: held };
+    if (this.phase === "thinking") {
+      const text = this.#started ? held.trimEnd() : held.trim();
+      return { reasoning: text, content: "" };
+    }
+    return { reasoning: "", content: "" };
+  }
+
+  /** Whether a thinking block was seen (for counting its tokens). */
+  get thought(): boolean {
+    return this.#thought;
+  }
+}
+
+/** What the gate needs to know of the constraint it wraps. */
+export interface GatedConstraint extends ChatLogitsProcessor {
+  /** A token spent outside the constrained document (thinking): it counts against the budget. */
+  skip(): void;
+}
+
+/**
+ * A constraint applied to the answer only. While thinking, tokens pass unmasked; before the output shows
+ * whether it thinks, the answer's mask applies but the `<think>` token stays allowed, so a model that skips
+ * its block is constrained from its first token.
+ */
+export class ThinkingGate implements ChatLogitsProcessor {
+  #mode: "open" | "closed" | "either" = "closed";
+  #saved = 0;
+
+  constructor(
+    readonly inner: GatedConstraint,
+    readonly splitter: ReasoningSplitter,
+    readonly openId: number | undefined,
+  ) {}
+
+  process(logits: Float32Array): "end" | void {
+    const phase = this.splitter.phase;
+    if (phase === "thinking") {
+      this.#mode = "closed";
+      return;
+    }
+    if (phase === "answer") {
+      this.#mode = "open";
+      return this.inner.process(logits);
+    }
+    this.#mode = "either";
+    if (this.openId === undefined) return this.inner.process(logits);
+    this.#saved = logits[this.openId];
+    this.inner.process(logits);
+    logits[this.openId] = this.#saved;
+  }
+
+  accept(tokenId: number): void {
+    if (this.#mode === "open" || (this.#mode === "either" && tokenId !== this.openId)) {
+      this.inner.accept(tokenId);
+    } else this.inner.skip();
+  }
+}
