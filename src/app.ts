@@ -9,6 +9,7 @@ import type { RequestNote, RequestRecord } from "./request_record.ts";
 import { handleHealth, handleReady } from "./api/health.ts";
 import { handleListModels, handleRetrieveModel } from "./api/models.ts";
 import { handleChatCompletions } from "./api/chat.ts";
+import { handleCompletions } from "./api/completions.ts";
 import { embeddingBatchStats, handleEmbeddings } from "./api/embeddings.ts";
 import { handleTranscriptions, handleTranslations } from "./api/transcriptions.ts";
 import { ApiKeys } from "./http/auth.ts";
@@ -19,6 +20,7 @@ import { Metrics } from "./metrics.ts";
 
 export const ROUTES: Route<Handler>[] = [
   { method: "POST", path: "/v1/chat/completions", handler: handleChatCompletions },
+  { method: "POST", path: "/v1/completions", handler: handleCompletions },
   { method: "POST", path: "/v1/embeddings", handler: handleEmbeddings },
   { method: "POST", path: "/v1/audio/transcriptions", handler: handleTranscriptions },
   { method: "POST", path: "/v1/audio/translations", handler: handleTranslations },

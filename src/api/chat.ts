@@ -6,7 +6,6 @@
 import type {
   ChatDelta,
   ChatEngine,
-  ChatEvent,
   ChatFinishReason,
   ChatJob,
   ChatMessage,
@@ -24,6 +23,7 @@ import type { ResponseFormat } from "../protocol/chat_tools.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
+import { admitted, fingerprintOf } from "./chat_run.ts";
 import { randomId } from "../ids.ts";
 
 export async function handleChatCompletions(req: Request, ctx: ApiContext): Promise<Response> {
@@ -104,9 +104,6 @@ interface Reply {
   /** Answer tool calls as the deprecated `function_call` (the request used `functions`). */
   legacyFunctions: boolean;
 }
-
-/** The events of the choices (the prompt event is the reply's). */
-type ChoiceEvent = Exclude<ChatEvent, { type: "prompt" }>;
 
 interface Run {
   ctx: ApiContext;
@@ -189,46 +186,6 @@ function usage(reply: Reply, completionTokens: number, reasoningTokens: number) 
   };
 }
 
-/**
- * Runs the job holding the model's queue slot; notes the request's figures as they come. The pipeline's
- * `prompt` event is taken here (into the reply), so callers see the choices' events only, and the first
- * event they pull is after the prompt was accepted: errors before it keep their real status.
- */
-async function* admitted(run: Run): AsyncGenerator<ChoiceEvent> {
-  // As many run at once as the engine decodes together (llama.cpp: --parallel); the rest wait in order.
-  const queue = run.ctx.registry.queue(run.entry, run.engine.parallel ?? 1);
-  const permit = await queue.acquire(run.ctx.signal);
-  const admittedAt = performance.now();
-  const { ctx } = run;
-  let finished = 0;
-  let first = true;
-  try {
-    for await (const ev of run.engine.chat(run.job, ctx.signal)) {
-      if (ev.type === "prompt") {
-        run.reply.promptTokens = ev.promptTokens;
-        run.reply.cachedTokens = ev.cachedTokens;
-        // Noted as generation goes, so a request cut short by its client is logged with what it did produce.
-        ctx.note({ model: run.entry.id, promptTokens: ev.promptTokens, completionTokens: 0 });
-        continue;
-      }
-      if (ev.type === "delta") {
-        if (first) {
-          first = false;
-          ctx.note({ ttft: (performance.now() - run.started) / 1000 });
-        }
-        ctx.note({ completionTokens: finished + ev.tokens });
-      } else if (ev.type === "finish") {
-        finished += ev.completionTokens;
-        ctx.note({ completionTokens: finished });
-      }
-      yield ev;
-    }
-  } finally {
-    permit.release();
-    queue.observe((performance.now() - admittedAt) / 1000);
-  }
-}
-
 interface ChoiceState {
   content: string[];
   reasoning: string[];
@@ -242,7 +199,7 @@ async function complete(run: Run) {
   const choices: ChoiceState[] = [];
   let completionTokens = 0;
   let reasoningTokens = 0;
-  for await (const ev of admitted(run)) {
+  for await (const ev of admitted(run, (p) => Object.assign(run.reply, p))) {
     if (ev.type === "start") {
       choices[ev.choice] = {
         content: [],
@@ -327,7 +284,7 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
   });
   let completionTokens = 0;
   let reasoningTokens = 0;
-  for await (const ev of admitted(run)) {
+  for await (const ev of admitted(run, (p) => Object.assign(run.reply, p))) {
     switch (ev.type) {
       case "start":
         yield chunk({
@@ -378,18 +335,4 @@ async function* streamChunks(run: Run, includeUsage: boolean): AsyncGenerator<un
   if (includeUsage) {
     yield { ...chunk({}), choices: [], usage: usage(reply, completionTokens, reasoningTokens) };
   }
-}
-
-const fingerprints = new WeakMap<ChatEngine, string>();
-
-/** Stable per loaded model and backend, as OpenAI's identifies a serving configuration. */
-function fingerprintOf(engine: ChatEngine): string {
-  let fp = fingerprints.get(engine);
-  if (!fp) {
-    let h = 0x811c9dc5;
-    for (const ch of `${engine.entry.id}|${engine.backend}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
-    fp = `fp_${(h >>> 0).toString(16).padStart(8, "0")}`;
-    fingerprints.set(engine, fp);
-  }
-  return fp;
 }

@@ -179,7 +179,15 @@ export async function* runChat(
       type: "prompt",
       promptTokens: ids.length,
       cachedTokens,
-      ...(wantEcho ? { echo: { text: backend.decode(ids), logprobs: promptLps } } : {}),
+      ...(wantEcho
+        ? {
+          echo: {
+            text: backend.decode(ids),
+            tokens: ids.map((id) => backend.tokenText(id).text),
+            logprobs: promptLps,
+          },
+        }
+        : {}),
     };
     // Kept pristine for every choice; each choice works on its own copy.
     const first = job.n > 1 ? logits.slice() : logits;

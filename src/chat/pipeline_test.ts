@@ -300,6 +300,7 @@ Deno.test("pipeline: a raw prompt is encoded without a template; echo reports it
   assert.ok(prompt.type === "prompt");
   assert.equal(prompt.promptTokens, 3); // "!" (the fake's BOS), "Hel", "lo"
   assert.equal(prompt.echo?.text, "!Hello");
+  assert.deepEqual(prompt.echo?.tokens, ["!", "Hel", "lo"]);
   const lps = prompt.echo!.logprobs!;
   assert.equal(lps[0], null);
   // The fake's logits put 10 on the script's next token and 0 elsewhere: "Hel" was its pick, and so was

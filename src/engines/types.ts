@@ -229,7 +229,7 @@ export type ChatEvent =
     promptTokens: number;
     cachedTokens: number;
     /** With `echo`: the prompt's text, and with `logprobs` each prompt token's (null for the first). */
-    echo?: { text: string; logprobs: (ChatTokenLogprob | null)[] | null };
+    echo?: { text: string; tokens: string[]; logprobs: (ChatTokenLogprob | null)[] | null };
   }
   /** Prefill is done for this choice; deltas follow. */
   | { type: "start"; choice: number }

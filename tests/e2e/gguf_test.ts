@@ -107,6 +107,21 @@ Deno.test("gguf chat: every feature answers exactly as the ONNX export of the sa
         for (const [x, y] of logprobs) assert.ok(Math.abs(x - y) < 1e-3, `logprob ${y} vs ${x}`);
       });
     }
+    await t.step("legacy completions: raw prompt, echo with prompt logprobs, token ids", async () => {
+      for (
+        const body of [{ prompt: "Hello", echo: true, logprobs: 2 }, { prompt: ["Once upon a time", "Hi"] }]
+      ) {
+        const onnx = await s.client.completions.create({ model: "chat-tiny", ...body });
+        const gguf = await s.client.completions.create({ model: "chat-gguf", ...body });
+        const round = (x: unknown) =>
+          JSON.parse(
+            JSON.stringify(x),
+            (_k, v) => typeof v === "number" && !Number.isInteger(v) ? +v.toFixed(3) : v,
+          );
+        assert.deepEqual(round(comparable(gguf)), round(comparable(onnx)));
+      }
+    });
+
     await t.step("the exact default reply, also at Q8_0, and streamed", async () => {
       const r = await s.client.chat.completions.create({ model: "chat-gguf-q8", messages: HI });
       assert.equal(r.choices[0].message.content, HELLO);

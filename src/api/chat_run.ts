@@ -1,0 +1,72 @@
+// Owns running one native chat job for an endpoint (chat completions, completions, responses): the model's
+// FIFO queue slot held for the whole generation, the request's figures noted as they come (model, tokens,
+// time to first token), and the serving fingerprint. The pipeline's `prompt` event goes to the caller's
+// callback, so endpoints iterate the choices' events only, and the first event they pull comes after the
+// prompt was accepted: errors before it keep their real status.
+import type { ChatEngine, ChatEvent, ChatJob, ModelEntry } from "../engines/types.ts";
+import type { ApiContext } from "./context.ts";
+
+/** The events of the choices (the prompt event goes to the callback). */
+export type ChoiceEvent = Exclude<ChatEvent, { type: "prompt" }>;
+export type PromptEvent = Extract<ChatEvent, { type: "prompt" }>;
+
+export interface JobRun {
+  ctx: ApiContext;
+  entry: ModelEntry;
+  engine: ChatEngine;
+  /** performance.now() when the request arrived (for its time to first token). */
+  started: number;
+  job: ChatJob;
+}
+
+export async function* admitted(
+  run: JobRun,
+  onPrompt: (ev: Omit<PromptEvent, "type">) => void,
+): AsyncGenerator<ChoiceEvent> {
+  // As many run at once as the engine decodes together (--parallel); the rest wait in order.
+  const queue = run.ctx.registry.queue(run.entry, run.engine.parallel ?? 1);
+  const permit = await queue.acquire(run.ctx.signal);
+  const admittedAt = performance.now();
+  const { ctx } = run;
+  let finished = 0;
+  let first = true;
+  try {
+    for await (const ev of run.engine.chat(run.job, ctx.signal)) {
+      if (ev.type === "prompt") {
+        const { type: _, ...figures } = ev;
+        onPrompt(figures);
+        // Noted as generation goes, so a request cut short by its client is logged with what it did produce.
+        ctx.note({ model: run.entry.id, promptTokens: ev.promptTokens, completionTokens: 0 });
+        continue;
+      }
+      if (ev.type === "delta") {
+        if (first) {
+          first = false;
+          ctx.note({ ttft: (performance.now() - run.started) / 1000 });
+        }
+        ctx.note({ completionTokens: finished + ev.tokens });
+      } else if (ev.type === "finish") {
+        finished += ev.completionTokens;
+        ctx.note({ completionTokens: finished });
+      }
+      yield ev;
+    }
+  } finally {
+    permit.release();
+    queue.observe((performance.now() - admittedAt) / 1000);
+  }
+}
+
+const fingerprints = new WeakMap<ChatEngine, string>();
+
+/** Stable per loaded model and backend, as OpenAI's identifies a serving configuration. */
+export function fingerprintOf(engine: ChatEngine): string {
+  let fp = fingerprints.get(engine);
+  if (!fp) {
+    let h = 0x811c9dc5;
+    for (const ch of `${engine.entry.id}|${engine.backend}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
+    fp = `fp_${(h >>> 0).toString(16).padStart(8, "0")}`;
+    fingerprints.set(engine, fp);
+  }
+  return fp;
+}
