@@ -4,12 +4,20 @@
 import type { Config } from "./config.ts";
 import type { Registry } from "./engines/registry.ts";
 import type { Logger } from "./log.ts";
+import type { ResponseStore } from "./store/mod.ts";
 import type { ApiContext, Handler } from "./api/context.ts";
 import type { RequestNote, RequestRecord } from "./request_record.ts";
 import { handleHealth, handleReady } from "./api/health.ts";
 import { handleListModels, handleRetrieveModel } from "./api/models.ts";
 import { handleChatCompletions } from "./api/chat.ts";
 import { handleCompletions } from "./api/completions.ts";
+import {
+  handleCreateResponse,
+  handleDeleteResponse,
+  handleGetResponse,
+  handleInputTokens,
+  handleListInputItems,
+} from "./api/responses.ts";
 import { embeddingBatchStats, handleEmbeddings } from "./api/embeddings.ts";
 import { handleTranscriptions, handleTranslations } from "./api/transcriptions.ts";
 import { ApiKeys } from "./http/auth.ts";
@@ -21,6 +29,11 @@ import { Metrics } from "./metrics.ts";
 export const ROUTES: Route<Handler>[] = [
   { method: "POST", path: "/v1/chat/completions", handler: handleChatCompletions },
   { method: "POST", path: "/v1/completions", handler: handleCompletions },
+  { method: "POST", path: "/v1/responses", handler: handleCreateResponse },
+  { method: "POST", path: "/v1/responses/input_tokens", handler: handleInputTokens },
+  { method: "GET", path: "/v1/responses/{id}", handler: handleGetResponse },
+  { method: "DELETE", path: "/v1/responses/{id}", handler: handleDeleteResponse },
+  { method: "GET", path: "/v1/responses/{id}/input_items", handler: handleListInputItems },
   { method: "POST", path: "/v1/embeddings", handler: handleEmbeddings },
   { method: "POST", path: "/v1/audio/transcriptions", handler: handleTranscriptions },
   { method: "POST", path: "/v1/audio/translations", handler: handleTranslations },
@@ -36,6 +49,8 @@ export type { RequestRecord };
 export interface AppDeps {
   config: Config;
   registry: Registry;
+  /** Stored responses (POST /v1/responses with store); null when storing is off. */
+  store?: ResponseStore | null;
   log: Logger;
   routes?: Route<Handler>[];
   /** Aborted to cut every in-flight request (forced shutdown). */
@@ -93,6 +108,7 @@ export function createApp(deps: AppDeps): App {
         const ctx: ApiContext = {
           config,
           registry,
+          store: deps.store ?? null,
           log,
           requestId,
           signal,

@@ -35,6 +35,10 @@ export interface Config {
   embedBatchTokens: number;
   idleUnloadSeconds: number;
   memoryBudgetBytes: number;
+  dataDir: string;
+  storeUrl: string;
+  storeTtlSeconds: number;
+  storeMaxBytes: number;
 }
 
 type Kind = "string" | "int" | "bool" | "list" | "bytes" | "enum";
@@ -178,6 +182,41 @@ export const OPTIONS: Option[] = [
     default: "0",
     help:
       "Keep loaded models under this size (e.g. 8GB) by unloading the least recently used (0 = no limit).",
+  },
+  {
+    key: "dataDir",
+    flag: "data-dir",
+    env: "OAI_DATA_DIR",
+    kind: "string",
+    default: "data",
+    help: "Folder for the server's own state (the Responses store's SQLite file).",
+  },
+  {
+    key: "storeUrl",
+    flag: "store-url",
+    env: "OAI_STORE_URL",
+    kind: "string",
+    default: "",
+    help:
+      "Where stored responses live: empty = SQLite in <data-dir>/responses.sqlite, sqlite:<file>, postgres://... " +
+      "(shared by replicas), or none (store nothing).",
+  },
+  {
+    key: "storeTtlSeconds",
+    flag: "store-ttl",
+    env: "OAI_STORE_TTL",
+    kind: "int",
+    default: "2592000",
+    min: 1,
+    help: "Seconds a stored response is kept (default 30 days).",
+  },
+  {
+    key: "storeMaxBytes",
+    flag: "store-max-bytes",
+    env: "OAI_STORE_MAX_BYTES",
+    kind: "bytes",
+    default: "1GB",
+    help: "Largest total size of stored responses; the oldest go first beyond it.",
   },
   {
     key: "requestTimeoutMs",
@@ -424,6 +463,7 @@ export function parseConfig(
   const c = out as unknown as Config;
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
   c.modelsDir = abs(c.modelsDir);
+  c.dataDir = abs(c.dataDir);
   c.manifest = c.manifest ? abs(c.manifest) : resolve(c.modelsDir, "manifest.json");
   if (c.whisperLib) c.whisperLib = abs(c.whisperLib);
   if (c.llamaLib) c.llamaLib = abs(c.llamaLib);

@@ -5,6 +5,7 @@ import { createApp, type RequestRecord } from "./app.ts";
 import { loadManifest } from "./engines/manifest.ts";
 import { type Loaders, Registry } from "./engines/registry.ts";
 import type { Logger } from "./log.ts";
+import { openStore } from "./store/mod.ts";
 
 export interface ServerDeps {
   loaders: Loaders;
@@ -43,10 +44,13 @@ export async function startServer(config: Config, deps: ServerDeps): Promise<Run
       memoryBudgetBytes: config.memoryBudgetBytes,
     },
   );
+  const store = await openStore(config);
+  if (store) log.info("response store", { store: store.description });
   const force = new AbortController();
   const app = createApp({
     config,
     registry,
+    store,
     log,
     shutdownSignal: force.signal,
     onRequestDone: deps.onRequestDone,
@@ -83,6 +87,7 @@ export async function startServer(config: Config, deps: ServerDeps): Promise<Run
       } finally {
         clearTimeout(timer);
         await registry.dispose();
+        await store?.close().catch(() => {});
       }
       log.info("stopped");
     })();

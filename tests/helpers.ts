@@ -66,6 +66,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       "--offline",
       "--preload=false",
       "--log-format=json",
+      `--data-dir=${join(dir, "data")}`,
       ...(opts.flags ?? []),
     ],
     {},

@@ -5,6 +5,7 @@ import type { Registry } from "../engines/registry.ts";
 import type { Logger } from "../log.ts";
 import type { BodyLimits } from "../http/body.ts";
 import type { Metrics } from "../metrics.ts";
+import type { ResponseStore } from "../store/mod.ts";
 
 import type { RequestNote } from "../request_record.ts";
 
@@ -13,6 +14,8 @@ export type { RequestNote };
 export interface ApiContext {
   config: Config;
   registry: Registry;
+  /** Stored responses; null when storing is off (--store-url=none). */
+  store: ResponseStore | null;
   log: Logger;
   requestId: string;
   /** Aborted when the client disconnects, the request times out, or the server is forced down. */

@@ -27,7 +27,7 @@ export function responseGrammar(format: ChatResponseFormat | null | undefined, l
   const { schema, strict, name } = format;
   const grammar = compileSchema(
     () => compileJsonSchema(schema, { strict }),
-    RESPONSE_SCHEMA_PARAM,
+    format.param ?? RESPONSE_SCHEMA_PARAM,
     `response_format '${name}'`,
   );
   if (grammar.ignored.length) {

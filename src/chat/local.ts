@@ -3,7 +3,7 @@
 // benchmarks and the engine of tests that drive a backend directly.
 import type { ChatBackend, ChatEngine, ChatEvent, ChatJob, ModelEntry } from "../engines/types.ts";
 import type { Logger } from "../log.ts";
-import { runChat } from "./pipeline.ts";
+import { countPromptTokens, runChat } from "./pipeline.ts";
 
 export class LocalChatEngine implements ChatEngine {
   readonly entry: ModelEntry;
@@ -27,6 +27,10 @@ export class LocalChatEngine implements ChatEngine {
     } finally {
       this.#running--;
     }
+  }
+
+  countTokens(job: ChatJob): Promise<number> {
+    return Promise.resolve().then(() => countPromptTokens(this.model, job));
   }
 
   busy(): boolean {

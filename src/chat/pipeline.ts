@@ -151,6 +151,12 @@ function checkAbort(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw signal.reason ?? new DOMException("The generation was aborted.", "AbortError");
 }
 
+/** The job's prompt in tokens, as runChat renders it (POST /v1/responses/input_tokens). */
+export function countPromptTokens(backend: ChatBackend, job: ChatJob): number {
+  checkTools(job.tools.declared);
+  return promptIds(backend, job).length;
+}
+
 /** Runs one chat job on a backend: the `prompt` event, then every choice's events in order. */
 export async function* runChat(
   backend: ChatBackend,

@@ -105,7 +105,14 @@ export interface ChatToolPlan {
 /** The shape the reply must take (response_format): any JSON object, or a document of a JSON Schema. */
 export type ChatResponseFormat =
   | { type: "json_object" }
-  | { type: "json_schema"; name: string; schema: Record<string, unknown>; strict: boolean };
+  | {
+    type: "json_schema";
+    name: string;
+    schema: Record<string, unknown>;
+    strict: boolean;
+    /** Where the request gave the schema, for its 400s (default: chat's response_format.json_schema.schema). */
+    param?: string;
+  };
 
 /** How the next token is picked; unset fields take the model's generation_config defaults. */
 export interface ChatSamplingRequest {
@@ -255,6 +262,8 @@ export interface ChatEngine extends Engine {
    * then each choice's events. `signal` stops it within a token.
    */
   chat(job: ChatJob, signal?: AbortSignal): AsyncIterable<ChatEvent>;
+  /** The job's prompt size in tokens, rendered as `chat` would render it, without generating. */
+  countTokens(job: ChatJob, signal?: AbortSignal): Promise<number>;
 }
 
 /** A sequence of one backend: its own KV state, continued by prefill and step. */

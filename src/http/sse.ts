@@ -8,14 +8,20 @@ import type { Logger } from "../log.ts";
 const encoder = new TextEncoder();
 
 export interface SseOptions {
-  /** Append `data: [DONE]` (chat streams do; transcription streams don't). */
+  /** Append `data: [DONE]` (chat streams do; transcription and Responses streams don't). */
   done?: boolean;
+  /** Write an `event: <type>` line before each event's data (the Responses API's framing). */
+  named?: boolean;
   log?: Logger;
   headers?: Record<string, string>;
 }
 
-export function frame(data: unknown): Uint8Array {
-  return encoder.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+export function frame(data: unknown, named = false): Uint8Array {
+  const json = typeof data === "string" ? data : JSON.stringify(data);
+  const type = named && typeof data === "object" && data !== null
+    ? (data as { type?: unknown }).type
+    : undefined;
+  return encoder.encode(typeof type === "string" ? `event: ${type}\ndata: ${json}\n\n` : `data: ${json}\n\n`);
 }
 
 /**
@@ -29,7 +35,7 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
   let finished = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      if (!first.done) controller.enqueue(frame(first.value));
+      if (!first.done) controller.enqueue(frame(first.value, opts.named));
       else {
         finished = true;
         if (done) controller.enqueue(frame("[DONE]"));
@@ -45,12 +51,19 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
           controller.close();
           return;
         }
-        controller.enqueue(frame(next.value));
+        controller.enqueue(frame(next.value, opts.named));
       } catch (err) {
         finished = true;
         const api = toApiError(err);
         if (api.status >= 500) opts.log?.error("stream failed", { error: String(err) });
-        controller.enqueue(frame(errorBody(api)));
+        controller.enqueue(
+          frame(
+            opts.named
+              ? { type: "error", code: api.code, message: api.message, param: api.param }
+              : errorBody(api),
+            opts.named,
+          ),
+        );
         if (done) controller.enqueue(frame("[DONE]"));
         controller.close();
       }

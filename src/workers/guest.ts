@@ -5,7 +5,7 @@
 import "./worker_env.ts";
 import { serializeError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { runChat } from "../chat/pipeline.ts";
+import { countPromptTokens, runChat } from "../chat/pipeline.ts";
 import type { ChatBackend } from "../engines/types.ts";
 import { loadChatBackend } from "../engines/transformers/chat_backend.ts";
 import { loadEmbedding, type TransformersEmbedding } from "../engines/transformers/embedding.ts";
@@ -98,6 +98,12 @@ scope.onmessage = (e: MessageEvent<HostMessage>) => {
     case "chat":
       void runJob(m.id, async (signal) => {
         for await (const ev of runChat(chat!, m.job, { signal, log })) post({ t: "event", id: m.id, ev });
+      });
+      break;
+    case "count":
+      void runJob(m.id, () => {
+        post({ t: "result", id: m.id, value: countPromptTokens(chat!, m.job) });
+        return Promise.resolve();
       });
       break;
     case "cancel":

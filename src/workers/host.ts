@@ -279,9 +279,14 @@ export class WorkerChatEngine extends WorkerEngine implements ChatEngine {
       if (!ended) this.link.cancel(id);
     }
   }
+
+  countTokens(job: ChatJob, signal?: AbortSignal): Promise<number> {
+    return this.link.call((id) => ({ t: "count", id, job }), signal);
+  }
 }
 
 /** An embedding model computing in its own worker (tokenizing too). */
+
 export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngine {
   readonly backend: string;
   readonly dimensions: number;

@@ -23,6 +23,7 @@ export interface LoadRequest {
 export type HostMessage =
   | LoadRequest
   | { t: "chat"; id: number; job: ChatJob }
+  | { t: "count"; id: number; job: ChatJob }
   | { t: "cancel"; id: number }
   | { t: "tokenize"; id: number; texts: string[] }
   | { t: "embed"; id: number; inputs: number[][] }

@@ -1,6 +1,6 @@
 // Least privilege: the server started with exactly the scoped permissions of `deno task start:secure` (read from
 // deno.json, so the documented command line is the tested one) serves chat, embeddings and transcription.
-// Only the test's own data folders are added to the read list.
+// Only the test's own data folders are added to the read list. The Responses store uses its default place.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { REPO_ROOT, SHARED_DIR, spawnServer } from "../helpers.ts";
@@ -14,7 +14,7 @@ function permissionFlags(extraRead: string[]): string[] {
   return flags.map((f) => f.startsWith("--allow-read=") ? `${f},${extraRead.join(",")}` : f);
 }
 
-Deno.test("permissions: the scoped command line serves chat, embeddings and transcription", async () => {
+Deno.test("permissions: the scoped command line serves chat, responses, embeddings and transcription", async () => {
   const tmp = await Deno.makeTempDir();
   const server = await spawnServer({ denoFlags: permissionFlags([tmp, Deno.env.get("TMPDIR") ?? "/tmp"]) });
   try {
@@ -32,6 +32,12 @@ Deno.test("permissions: the scoped command line serves chat, embeddings and tran
     });
     assert.equal(chat.status, 200, JSON.stringify(chat.json));
     assert.equal(chat.json.choices[0].message.content, "Hello from chat-tiny!");
+
+    // The Responses store writes its SQLite file in the data folder the scoped command line allows.
+    const created = await post("/v1/responses", { model: "chat-tiny", input: "Hi there!" });
+    assert.equal(created.status, 200, JSON.stringify(created.json));
+    const got = await fetch(`${server.url}/v1/responses/${created.json.id}`);
+    assert.equal((await got.json()).output[0].content[0].text, "Hello from chat-tiny!");
 
     const emb = await post("/v1/embeddings", { model: "embed-tiny", input: "hello" });
     assert.equal(emb.status, 200, JSON.stringify(emb.json));
