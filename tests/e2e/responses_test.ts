@@ -382,3 +382,40 @@ Deno.test("responses e2e", async (t) => {
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test({
+  name: "responses e2e: two replicas share the PostgreSQL store (OAI_TEST_PG_URL)",
+  ignore: !Deno.env.get("OAI_TEST_PG_URL"),
+  fn: async () => {
+    const flags = [`--store-url=${Deno.env.get("OAI_TEST_PG_URL")}`];
+    const a = await startTestServer({ flags });
+    const b = await startTestServer({ flags });
+    try {
+      const call = await a.client.responses.create({
+        model: MODEL,
+        input: "What's the weather in Paris?",
+        tools: [TOOL],
+      });
+      const fc = call.output[0] as { call_id: string };
+      // The next turn lands on the other replica.
+      const answer = await b.client.responses.create({
+        model: MODEL,
+        previous_response_id: call.id,
+        input: [{
+          type: "function_call_output",
+          call_id: fc.call_id,
+          output: '{"temperature": 22, "sky": "sunny"}',
+        }],
+        tools: [TOOL],
+      });
+      assert.equal(answer.output_text, SUNNY);
+      assert.equal((await a.client.responses.retrieve(answer.id)).output_text, SUNNY);
+      const del = await fetch(`${a.url}/v1/responses/${answer.id}`, { method: "DELETE" });
+      assert.equal(del.status, 200);
+      assert.equal((await fetch(`${b.url}/v1/responses/${answer.id}`)).status, 404);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+});
