@@ -13,6 +13,13 @@ const chatValid = {
   max_tokens: 4,
 };
 const embedValid = { model: "embed-tiny", input: ["hello world", "fuzz"] };
+const completionValid = { model: "chat-tiny", prompt: "Hello", max_tokens: 4, echo: true, logprobs: 1 };
+const responseValid = {
+  model: "chat-tiny",
+  input: [{ role: "user", content: "hi" }],
+  instructions: "Be brief.",
+  max_output_tokens: 4,
+};
 
 /** Arbitrary JSON-ish values, biased towards the shapes the schemas look at. */
 const anyValue = fc.oneof(
@@ -51,6 +58,19 @@ function mutated(valid: Record<string, unknown>) {
     "dimensions",
     "encoding_format",
     "user",
+    "prompt",
+    "echo",
+    "suffix",
+    "best_of",
+    "instructions",
+    "previous_response_id",
+    "max_output_tokens",
+    "text",
+    "reasoning",
+    "reasoning_effort",
+    "store",
+    "metadata",
+    "include",
   ];
   return fc.record({
     key: fc.constantFrom(...keys),
@@ -85,7 +105,13 @@ Deno.test({
     const t = await startTestServer({ flags: ["--queue-size=256"] });
     try {
       for (
-        const [path, valid] of [["/v1/chat/completions", chatValid], ["/v1/embeddings", embedValid]] as const
+        const [path, valid] of [
+          ["/v1/chat/completions", chatValid],
+          ["/v1/embeddings", embedValid],
+          ["/v1/completions", completionValid],
+          ["/v1/responses", responseValid],
+          ["/v1/responses/input_tokens", responseValid],
+        ] as const
       ) {
         const url = `${t.url}${path}`;
         const post = (body: string) =>
