@@ -15,7 +15,6 @@ import type {
   ModelEntry,
 } from "../engines/types.ts";
 import { checkJob } from "../chat/pipeline.ts";
-import { randomSeed } from "../chat/sampler.ts";
 import { readJson } from "../http/body.ts";
 import { sseResponse } from "../http/sse.ts";
 import { ChatCompletionRequest, type ChatRequestContent, type ChatRequestMessage } from "../protocol/chat.ts";
@@ -23,7 +22,7 @@ import type { ResponseFormat } from "../protocol/chat_tools.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
-import { admitted, fingerprintOf } from "./chat_run.ts";
+import { admitted, fingerprintOf, samplingOf } from "./chat_run.ts";
 import { randomId } from "../ids.ts";
 
 export async function handleChatCompletions(req: Request, ctx: ApiContext): Promise<Response> {
@@ -37,18 +36,7 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
     responseFormat: responseFormatOf(body.response_format),
     n: body.n ?? 1,
     maxTokens: requestedTokens(body),
-    minTokens: body.min_tokens ?? 0,
-    ignoreEos: body.ignore_eos ?? false,
-    stop: body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop,
-    sampling: {
-      ...(body.temperature != null ? { temperature: body.temperature } : {}),
-      ...(body.top_p != null ? { topP: body.top_p } : {}),
-      ...(body.top_k != null ? { topK: body.top_k } : {}),
-      presencePenalty: body.presence_penalty ?? 0,
-      frequencyPenalty: body.frequency_penalty ?? 0,
-      logitBias: body.logit_bias ?? {},
-    },
-    seed: body.seed == null ? randomSeed() : BigInt(body.seed),
+    ...samplingOf(body),
     logprobs: body.logprobs ? body.top_logprobs ?? 0 : null,
     ...thinkingOf(body.reasoning_effort),
   };

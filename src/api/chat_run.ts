@@ -4,6 +4,7 @@
 // callback, so endpoints iterate the choices' events only, and the first event they pull comes after the
 // prompt was accepted: errors before it keep their real status.
 import type { ChatEngine, ChatEvent, ChatJob, ModelEntry } from "../engines/types.ts";
+import { randomSeed } from "../chat/sampler.ts";
 import type { ApiContext } from "./context.ts";
 
 /** The events of the choices (the prompt event goes to the callback). */
@@ -55,6 +56,40 @@ export async function* admitted(
     permit.release();
     queue.observe((performance.now() - admittedAt) / 1000);
   }
+}
+
+/** The sampling fields chat and legacy completions share, as they arrive on the wire. */
+export interface WireSampling {
+  min_tokens?: number | null;
+  ignore_eos?: boolean | null;
+  stop?: string | string[] | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  top_k?: number | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  seed?: number | null;
+}
+
+/** Those fields as the job's: unset sampling fields take the model's defaults; no seed draws one. */
+export function samplingOf(
+  body: WireSampling,
+): Pick<ChatJob, "minTokens" | "ignoreEos" | "stop" | "sampling" | "seed"> {
+  return {
+    minTokens: body.min_tokens ?? 0,
+    ignoreEos: body.ignore_eos ?? false,
+    stop: body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop,
+    sampling: {
+      ...(body.temperature != null ? { temperature: body.temperature } : {}),
+      ...(body.top_p != null ? { topP: body.top_p } : {}),
+      ...(body.top_k != null ? { topK: body.top_k } : {}),
+      presencePenalty: body.presence_penalty ?? 0,
+      frequencyPenalty: body.frequency_penalty ?? 0,
+      logitBias: body.logit_bias ?? {},
+    },
+    seed: body.seed == null ? randomSeed() : BigInt(body.seed),
+  };
 }
 
 const fingerprints = new WeakMap<ChatEngine, string>();

@@ -6,7 +6,6 @@
 // counts characters of the returned text.
 import type { ChatEngine, ChatFinishReason, ChatJob, ChatTokenLogprob } from "../engines/types.ts";
 import { checkJob } from "../chat/pipeline.ts";
-import { randomSeed } from "../chat/sampler.ts";
 import { readJson } from "../http/body.ts";
 import { ApiError } from "../http/errors.ts";
 import { sseResponse } from "../http/sse.ts";
@@ -14,7 +13,7 @@ import { CompletionRequest } from "../protocol/completions.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import { randomId } from "../ids.ts";
 import type { ApiContext } from "./context.ts";
-import { admitted, fingerprintOf, type JobRun, type PromptEvent } from "./chat_run.ts";
+import { admitted, fingerprintOf, type JobRun, type PromptEvent, samplingOf } from "./chat_run.ts";
 
 const NO_TOOLS = {
   declared: [],
@@ -40,18 +39,7 @@ export async function handleCompletions(req: Request, ctx: ApiContext): Promise<
     responseFormat: null,
     n,
     maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
-    minTokens: body.min_tokens ?? 0,
-    ignoreEos: body.ignore_eos ?? false,
-    stop: body.stop == null ? [] : typeof body.stop === "string" ? [body.stop] : body.stop,
-    sampling: {
-      ...(body.temperature != null ? { temperature: body.temperature } : {}),
-      ...(body.top_p != null ? { topP: body.top_p } : {}),
-      ...(body.top_k != null ? { topK: body.top_k } : {}),
-      presencePenalty: body.presence_penalty ?? 0,
-      frequencyPenalty: body.frequency_penalty ?? 0,
-      logitBias: body.logit_bias ?? {},
-    },
-    seed: body.seed == null ? randomSeed() : BigInt(body.seed),
+    ...samplingOf(body),
     logprobs: body.logprobs ?? null,
     echo: body.echo === true,
   };

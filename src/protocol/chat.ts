@@ -82,6 +82,34 @@ const Message = z.looseObject({
 
 const nullable = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
+/** What chat and legacy completions check alike: at most 4 stop sequences, and logit_bias keys are token ids. */
+export function refineStopAndBias(
+  r: { stop?: string | string[] | null; logit_bias?: Record<string, number> | null },
+  ctx: Ctx,
+): void {
+  // Checked here (not by the array schema) so the 400 names `stop` with OpenAI's array code.
+  if (Array.isArray(r.stop) && r.stop.length > 4) {
+    ctx.addIssue({
+      code: "too_big",
+      origin: "array",
+      maximum: 4,
+      inclusive: true,
+      input: r.stop,
+      path: ["stop"],
+    });
+  }
+  for (const key of Object.keys(r.logit_bias ?? {})) {
+    if (!/^\d+$/.test(key)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["logit_bias"],
+        message: `keys must be token ids (integers), but got '${key}'.`,
+      });
+      return;
+    }
+  }
+}
+
 /** OpenAI's effort levels; `none` and `minimal` turn a thinking model's block off (enable_thinking false). */
 export const ReasoningEffort = z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]);
 
@@ -118,34 +146,13 @@ export const ChatCompletionRequest = z.looseObject({
   ignore_eos: nullable(z.boolean()),
 }).superRefine((r, ctx) => {
   refineTools(r, ctx);
-  if (Array.isArray(r.stop) && r.stop.length > 4) {
-    ctx.addIssue({
-      code: "too_big",
-      origin: "array",
-      maximum: 4,
-      inclusive: true,
-      input: r.stop,
-      path: ["stop"],
-    });
-  }
+  refineStopAndBias(r, ctx);
   if (r.top_logprobs != null && r.logprobs !== true) {
     ctx.addIssue({
       code: "custom",
       path: ["top_logprobs"],
       message: "'logprobs' must be set to true when 'top_logprobs' is used.",
     });
-  }
-  if (r.logit_bias) {
-    for (const key of Object.keys(r.logit_bias)) {
-      if (!/^\d+$/.test(key)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["logit_bias"],
-          message: `keys must be token ids (integers), but got '${key}'.`,
-        });
-        return;
-      }
-    }
   }
 });
 

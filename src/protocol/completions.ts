@@ -3,6 +3,7 @@
 // the legacy count (0..5); `echo`, `suffix`, `best_of` (only equal to n: nothing here ranks extra samples),
 // and the same vLLM-style extensions as chat (`top_k`, `min_tokens`, `ignore_eos`).
 import { z } from "zod";
+import { refineStopAndBias } from "./chat.ts";
 
 const nullable = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const TokenId = z.number().int().min(0);
@@ -38,34 +39,13 @@ export const CompletionRequest = z.looseObject({
   min_tokens: nullable(z.number().int().min(0)),
   ignore_eos: nullable(z.boolean()),
 }).superRefine((r, ctx) => {
-  if (Array.isArray(r.stop) && r.stop.length > 4) {
-    ctx.addIssue({
-      code: "too_big",
-      origin: "array",
-      maximum: 4,
-      inclusive: true,
-      input: r.stop,
-      path: ["stop"],
-    });
-  }
+  refineStopAndBias(r, ctx);
   if (r.best_of != null && r.best_of !== (r.n ?? 1)) {
     ctx.addIssue({
       code: "custom",
       path: ["best_of"],
       message: "best_of must equal n: this server returns every sample it draws and ranks none.",
     });
-  }
-  if (r.logit_bias) {
-    for (const key of Object.keys(r.logit_bias)) {
-      if (!/^\d+$/.test(key)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["logit_bias"],
-          message: `keys must be token ids (integers), but got '${key}'.`,
-        });
-        return;
-      }
-    }
   }
 });
 

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { errorOf, MODELS_DIR, postRaw, startTestServer, type TestServer } from "../helpers.ts";
 import { assertStreamsTogether } from "../support/concurrent_streams.ts";
+import { promptTokens } from "../support/chat_tiny_tokens.ts";
 import { transformersRuntime } from "../../src/engines/transformers/runtime.ts";
 import { memoryLogger } from "../../src/log.ts";
 
@@ -19,22 +20,6 @@ const UNICODE = "Café 東京 🙂";
 const UNICODE_TOKENS = 16;
 
 type Msg = { role: string; content: unknown; [k: string]: unknown };
-
-/** chat-tiny's own tokenizer, loaded beside the server, for exact prompt token counts. */
-async function promptTokens(messages: Msg[], tools?: unknown[]): Promise<number> {
-  const { tf } = await transformersRuntime("cpu", memoryLogger());
-  const tok = await tf.AutoTokenizer.from_pretrained(join(MODELS_DIR, "generated", MODEL), {
-    local_files_only: true,
-  });
-  const ids = tok.apply_chat_template(messages as never, {
-    add_generation_prompt: true,
-    tokenize: true,
-    return_tensor: false,
-    return_dict: false,
-    tools: (tools ?? null) as never,
-  });
-  return (ids as number[]).length;
-}
 
 /** Raw SSE: the JSON events and whether [DONE] came last. */
 async function rawStream(

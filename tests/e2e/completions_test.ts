@@ -4,22 +4,12 @@
 // token counts, echo, legacy logprobs, n times several prompts, token-id prompts, stop, streaming and the
 // 400s are all exact.
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { errorOf, MODELS_DIR, postRaw, startTestServer, type TestServer } from "../helpers.ts";
-import { transformersRuntime } from "../../src/engines/transformers/runtime.ts";
-import { memoryLogger } from "../../src/log.ts";
+import { errorOf, postRaw, startTestServer, type TestServer } from "../helpers.ts";
+import { encode } from "../support/chat_tiny_tokens.ts";
 
 const MODEL = "chat-tiny";
 const TAIL = " from chat-tiny!";
 const HELLO = "Hello from chat-tiny!";
-
-async function encode(text: string): Promise<number[]> {
-  const { tf } = await transformersRuntime("cpu", memoryLogger());
-  const tok = await tf.AutoTokenizer.from_pretrained(join(MODELS_DIR, "generated", MODEL), {
-    local_files_only: true,
-  });
-  return tok.encode(text);
-}
 
 async function badRequest(s: TestServer, body: Record<string, unknown>) {
   const res = await postRaw(`${s.url}/v1/completions`, JSON.stringify({ model: MODEL, ...body }));

@@ -5,12 +5,10 @@
 // naming their parameter. chat-tiny's replies are in tools/models/README.md.
 import { WEATHER_TOOL } from "../support/tools.ts";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { z } from "zod";
 import { zodTextFormat } from "openai/helpers/zod";
-import { errorOf, MODELS_DIR, postRaw, startTestServer, type TestServer } from "../helpers.ts";
-import { transformersRuntime } from "../../src/engines/transformers/runtime.ts";
-import { memoryLogger } from "../../src/log.ts";
+import { errorOf, postRaw, startTestServer, type TestServer } from "../helpers.ts";
+import { promptTokens } from "../support/chat_tiny_tokens.ts";
 
 const MODEL = "chat-tiny";
 const HELLO = "Hello from chat-tiny!";
@@ -22,21 +20,6 @@ const TOOL = {
   parameters: WEATHER_TOOL.function.parameters,
   strict: false,
 };
-
-async function promptTokens(messages: unknown[], tools?: unknown[]): Promise<number> {
-  const { tf } = await transformersRuntime("cpu", memoryLogger());
-  const tok = await tf.AutoTokenizer.from_pretrained(join(MODELS_DIR, "generated", MODEL), {
-    local_files_only: true,
-  });
-  const ids = tok.apply_chat_template(messages as never, {
-    add_generation_prompt: true,
-    tokenize: true,
-    return_tensor: false,
-    return_dict: false,
-    tools: (tools ?? null) as never,
-  });
-  return (ids as number[]).length;
-}
 
 async function badRequest(s: TestServer, body: Record<string, unknown>, status = 400) {
   const res = await postRaw(`${s.url}/v1/responses`, JSON.stringify({ model: MODEL, ...body }));
