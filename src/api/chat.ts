@@ -22,7 +22,7 @@ import type { ResponseFormat } from "../protocol/chat_tools.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
-import { admitted, fingerprintOf, samplingOf } from "./chat_run.ts";
+import { admitted, fingerprintOf, samplingOf, thinkingOf } from "./chat_run.ts";
 import { randomId } from "../ids.ts";
 
 export async function handleChatCompletions(req: Request, ctx: ApiContext): Promise<Response> {
@@ -68,11 +68,6 @@ function responseFormatOf(format: ResponseFormat | undefined): ChatResponseForma
   if (format.type === "json_object") return { type: "json_object" };
   const { name, schema, strict } = format.json_schema;
   return { type: "json_schema", name, schema: schema ?? {}, strict: strict === true };
-}
-
-/** `none`/`minimal` effort turns thinking off; any other level leaves the template's default. */
-export function thinkingOf(effort: string | null | undefined): { thinking?: boolean } {
-  return effort === "none" || effort === "minimal" ? { thinking: false } : {};
 }
 
 /** The smaller of max_tokens and max_completion_tokens; null when neither is set (the context decides). */

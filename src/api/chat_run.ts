@@ -92,6 +92,11 @@ export function samplingOf(
   };
 }
 
+/** `none`/`minimal` effort turns thinking off; any other level leaves the template's default. */
+export function thinkingOf(effort: string | null | undefined): { thinking?: boolean } {
+  return effort === "none" || effort === "minimal" ? { thinking: false } : {};
+}
+
 const fingerprints = new WeakMap<ChatEngine, string>();
 
 /** Stable per loaded model and backend, as OpenAI's identifies a serving configuration. */

@@ -13,16 +13,8 @@ import { CompletionRequest } from "../protocol/completions.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import { randomId } from "../ids.ts";
 import type { ApiContext } from "./context.ts";
+import { planTools } from "./chat_tools.ts";
 import { admitted, fingerprintOf, type JobRun, type PromptEvent, samplingOf } from "./chat_run.ts";
-
-const NO_TOOLS = {
-  declared: [],
-  offered: undefined,
-  parse: false,
-  maxCalls: 0,
-  forced: null,
-  param: "tools",
-} as const;
 
 /** OpenAI's default for this endpoint. */
 const DEFAULT_MAX_TOKENS = 16;
@@ -35,7 +27,7 @@ export async function handleCompletions(req: Request, ctx: ApiContext): Promise<
   const n = body.n ?? 1;
   const base: Omit<ChatJob, "prompt"> = {
     messages: [],
-    tools: { ...NO_TOOLS, declared: [] },
+    tools: planTools({}),
     responseFormat: null,
     n,
     maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS,
@@ -139,7 +131,6 @@ class LegacyLogprobs {
 interface ChoiceState {
   text: string;
   logprobs: LegacyLogprobs | null;
-  finish: ChatFinishReason;
 }
 
 function wireFinish(reason: ChatFinishReason): string {
@@ -168,11 +159,7 @@ async function* promptEvents(
   ) {
     const index = run.firstIndex + ev.choice;
     if (ev.type === "start") {
-      const st: ChoiceState = {
-        text: "",
-        logprobs: job.logprobs !== null ? new LegacyLogprobs() : null,
-        finish: "stop",
-      };
+      const st: ChoiceState = { text: "", logprobs: job.logprobs !== null ? new LegacyLogprobs() : null };
       states[ev.choice] = st;
       if (echo) {
         // The prompt as the client gave it, when it was text; decoded from the ids otherwise.
@@ -187,7 +174,6 @@ async function* promptEvents(
     const st = states[ev.choice];
     if (ev.type === "finish") {
       fig.completionTokens += ev.completionTokens;
-      st.finish = ev.reason;
       yield { kind: "finish", index, reason: ev.reason };
       continue;
     }

@@ -1,12 +1,12 @@
 // Owns reading Responses input into native terms: `input` (a string or items) normalized into the items the
 // store keeps and input_items lists (each with an id, string content as an `input_text` part), those items
 // (and earlier turns' output items) as chat messages, and the function tools + tool_choice as chat's tool
-// plan (so tools render, parse and are forced exactly as in chat completions).
+// plan (so tools render, parse and are forced exactly as in chat completions). Unknown names in tool_choice
+// are refused by the wire schema.
 import type { ChatMessage, ChatToolCall } from "../engines/types.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { CreateResponseRequest, ResponseToolChoice } from "../protocol/responses.ts";
 import { randomId } from "../ids.ts";
-import { ApiError } from "../http/errors.ts";
 import { planTools, type ToolPlan } from "./chat_tools.ts";
 
 type Item = Record<string, unknown>;
@@ -80,20 +80,6 @@ function chatToolChoice(choice: ResponseToolChoice | undefined): ChatCompletionR
 export function toolPlanOf(
   body: Pick<CreateResponseRequest, "tools" | "tool_choice" | "parallel_tool_calls">,
 ): ToolPlan {
-  const names = new Set((body.tools ?? []).map((t) => t.name));
-  const choice = body.tool_choice;
-  const named = choice && typeof choice === "object"
-    ? choice.type === "function" ? [choice.name] : choice.tools.map((t) => t.name)
-    : [];
-  for (const name of named) {
-    if (!names.has(name)) {
-      throw ApiError.badRequest(
-        `Tool choice '${name}' not found in 'tools' parameter.`,
-        "tool_choice",
-        "invalid_value",
-      );
-    }
-  }
   const plan = planTools({
     tools: (body.tools ?? []).map((t) => ({
       type: "function" as const,
@@ -104,9 +90,9 @@ export function toolPlanOf(
         ...(t.strict != null ? { strict: t.strict } : {}),
       },
     })),
-    tool_choice: chatToolChoice(choice),
+    tool_choice: chatToolChoice(body.tool_choice),
     parallel_tool_calls: body.parallel_tool_calls,
-  } as never);
+  });
   plan.declared.forEach((d, i) => (d.param = `tools[${i}].parameters`));
   return plan;
 }

@@ -20,8 +20,7 @@ import { parseRequest } from "../protocol/validate.ts";
 import { randomId } from "../ids.ts";
 import type { StoredResponse } from "../store/mod.ts";
 import type { ApiContext } from "./context.ts";
-import { thinkingOf } from "./chat.ts";
-import { admitted, type ChoiceEvent, type JobRun } from "./chat_run.ts";
+import { admitted, type ChoiceEvent, type JobRun, thinkingOf } from "./chat_run.ts";
 import { type OutputEvent, ResponseOutput } from "./response_output.ts";
 import { itemsToMessages, normalizeInput, toolPlanOf } from "./response_input.ts";
 

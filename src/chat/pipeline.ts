@@ -189,7 +189,8 @@ export async function* runChat(
         ? {
           echo: {
             text: backend.decode(ids),
-            tokens: ids.map((id) => backend.tokenText(id).text),
+            // Token texts only go with logprobs (the legacy logprobs object lists them).
+            tokens: promptLps ? ids.map((id) => backend.tokenText(id).text) : [],
             logprobs: promptLps,
           },
         }

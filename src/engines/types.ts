@@ -235,7 +235,7 @@ export type ChatEvent =
     type: "prompt";
     promptTokens: number;
     cachedTokens: number;
-    /** With `echo`: the prompt's text, and with `logprobs` each prompt token's (null for the first). */
+    /** With `echo`: the prompt's text, and with `logprobs` each prompt token's text and logprob (null first). */
     echo?: { text: string; tokens: string[]; logprobs: (ChatTokenLogprob | null)[] | null };
   }
   /** Prefill is done for this choice; deltas follow. */

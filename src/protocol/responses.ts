@@ -53,7 +53,7 @@ const ReasoningItem = z.looseObject({ type: z.literal("reasoning"), id: z.string
 
 const KNOWN_ITEMS = new Set(["message", "function_call", "function_call_output", "reasoning"]);
 
-export const InputItem = z.looseObject({ type: z.string().optional() }).superRefine((item, ctx) => {
+const InputItem = z.looseObject({ type: z.string().optional() }).superRefine((item, ctx) => {
   const type = item.type ?? "message";
   if (!KNOWN_ITEMS.has(type)) {
     ctx.addIssue({
@@ -74,10 +74,6 @@ export const InputItem = z.looseObject({ type: z.string().optional() }).superRef
   const r = schema.safeParse(item, { reportInput: true });
   if (!r.success) { for (const issue of r.error.issues) ctx.addIssue(issue as never); }
 });
-
-export type MessageItem = z.output<typeof MessageItem>;
-export type FunctionCallItem = z.output<typeof FunctionCallItem>;
-export type FunctionCallOutputItem = z.output<typeof FunctionCallOutputItem>;
 
 const FunctionToolDef = z.looseObject({
   type: z.string(),
@@ -101,6 +97,7 @@ const FunctionToolDef = z.looseObject({
   }
 });
 
+type ToolChoice = z.output<typeof ToolChoice>;
 const ToolChoice = z.union([
   z.enum(["none", "auto", "required"]),
   z.looseObject({ type: z.literal("function"), name: z.string() }),
@@ -122,6 +119,25 @@ const TextFormat = z.discriminatedUnion("type", [
     strict: nullable(z.boolean()),
   }),
 ]);
+
+/** A tool_choice may only name tools the request declares (chat's rule and wording). */
+function refineToolChoice(
+  r: { tools?: { name?: string | undefined }[] | undefined; tool_choice?: ToolChoice | undefined },
+  ctx: z.core.$RefinementCtx<unknown>,
+): void {
+  const choice = r.tool_choice;
+  if (!choice || typeof choice !== "object") return;
+  const names = new Set((r.tools ?? []).map((t) => t.name));
+  const named = choice.type === "function" ? [choice.name] : choice.tools.map((t) => t.name);
+  const unknown = named.find((n) => !names.has(n));
+  if (unknown !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["tool_choice"],
+      message: `no function named '${unknown}' was specified in 'tools'.`,
+    });
+  }
+}
 
 /** The fields that shape a prompt (shared by create and input_tokens). */
 const PromptFields = {
@@ -149,6 +165,7 @@ export const CreateResponseRequest = z.looseObject({
   safety_identifier: nullable(z.string()),
   background: nullable(z.boolean()),
 }).superRefine((r, ctx) => {
+  refineToolChoice(r, ctx);
   if (r.input === undefined && !r.previous_response_id) {
     ctx.addIssue({ code: "invalid_type", expected: "string" as never, input: undefined, path: ["input"] });
   }
@@ -164,11 +181,10 @@ export const CreateResponseRequest = z.looseObject({
   }
 });
 
-export const InputTokensRequest = z.looseObject(PromptFields);
+export const InputTokensRequest = z.looseObject(PromptFields).superRefine(refineToolChoice);
 
 export type CreateResponseRequest = z.output<typeof CreateResponseRequest>;
 export type InputTokensRequest = z.output<typeof InputTokensRequest>;
-export type ResponseTool = z.output<typeof FunctionToolDef>;
 export type ResponseToolChoice = z.output<typeof ToolChoice>;
 export type TextFormat = z.output<typeof TextFormat>;
 

@@ -21,6 +21,18 @@ const TOOL = {
   strict: false,
 };
 
+const WEATHER_RESULT = '{"temperature": 22, "sky": "sunny"}';
+
+/** The next turn of a weather call: its result, continuing the stored response `previous`. */
+function answerCall(client: TestServer["client"], previous: string, callId: string) {
+  return client.responses.create({
+    model: MODEL,
+    previous_response_id: previous,
+    input: [{ type: "function_call_output", call_id: callId, output: WEATHER_RESULT }],
+    tools: [TOOL],
+  });
+}
+
 async function badRequest(s: TestServer, body: Record<string, unknown>, status = 400) {
   const res = await postRaw(`${s.url}/v1/responses`, JSON.stringify({ model: MODEL, ...body }));
   assert.equal(res.status, status, `${JSON.stringify(body)} -> ${res.status} ${JSON.stringify(res.json)}`);
@@ -118,16 +130,7 @@ Deno.test("responses e2e", async (t) => {
         "completed",
       ]);
       assert.equal(call.output_text, "");
-      const answer = await s.client.responses.create({
-        model: MODEL,
-        previous_response_id: call.id,
-        input: [{
-          type: "function_call_output",
-          call_id: fc.call_id,
-          output: '{"temperature": 22, "sky": "sunny"}',
-        }],
-        tools: [TOOL],
-      });
+      const answer = await answerCall(s.client, call.id, fc.call_id);
       assert.equal(answer.output_text, SUNNY);
       assert.equal(answer.previous_response_id, call.id);
       // The same conversation sent whole, without the store, renders the same prompt.
@@ -140,7 +143,7 @@ Deno.test("responses e2e", async (t) => {
           {
             type: "function_call_output",
             call_id: fc.call_id,
-            output: '{"temperature": 22, "sky": "sunny"}',
+            output: WEATHER_RESULT,
           },
         ],
         tools: [TOOL],
@@ -381,16 +384,7 @@ Deno.test({
       });
       const fc = call.output[0] as { call_id: string };
       // The next turn lands on the other replica.
-      const answer = await b.client.responses.create({
-        model: MODEL,
-        previous_response_id: call.id,
-        input: [{
-          type: "function_call_output",
-          call_id: fc.call_id,
-          output: '{"temperature": 22, "sky": "sunny"}',
-        }],
-        tools: [TOOL],
-      });
+      const answer = await answerCall(b.client, call.id, fc.call_id);
       assert.equal(answer.output_text, SUNNY);
       assert.equal((await a.client.responses.retrieve(answer.id)).output_text, SUNNY);
       const del = await fetch(`${a.url}/v1/responses/${answer.id}`, { method: "DELETE" });
