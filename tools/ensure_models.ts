@@ -13,6 +13,7 @@ export interface Generator {
 /** name -> module path (relative to this file). */
 const GENERATORS: Record<string, string> = {
   "chat-tiny": "./models/chat_tiny.ts",
+  "think-tiny": "./models/think_tiny.ts",
   "embed-tiny": "./models/embed_tiny.ts",
   "whisper-tiny-test": "./models/whisper_tiny.ts",
 };

@@ -1,19 +1,26 @@
-// chat-tiny's own tokenizer, loaded beside the server, for exact prompt token counts in the e2e tests.
+// The generated chat models' own tokenizers (chat-tiny by default, think-tiny), loaded beside the server, for
+// exact prompt token counts in the e2e tests.
 import { join } from "node:path";
 import { MODELS_DIR } from "../helpers.ts";
 import { transformersRuntime } from "../../src/engines/transformers/runtime.ts";
 import { memoryLogger } from "../../src/log.ts";
 
-async function tokenizer() {
+async function tokenizer(model = "chat-tiny") {
   const { tf } = await transformersRuntime("cpu", memoryLogger());
-  return await tf.AutoTokenizer.from_pretrained(join(MODELS_DIR, "generated", "chat-tiny"), {
+  return await tf.AutoTokenizer.from_pretrained(join(MODELS_DIR, "generated", model), {
     local_files_only: true,
   });
 }
 
-/** Tokens of a conversation rendered with the chat template and its generation prompt. */
-export async function promptTokens(messages: unknown[], tools?: unknown[]): Promise<number> {
-  const ids = (await tokenizer()).apply_chat_template(messages as never, {
+/** Tokens of a conversation rendered with the chat template and its generation prompt; `thinking` is passed
+ * to the template as `enable_thinking` when given. */
+export async function promptTokens(
+  messages: unknown[],
+  tools?: unknown[],
+  opts: { model?: string; thinking?: boolean } = {},
+): Promise<number> {
+  const ids = (await tokenizer(opts.model)).apply_chat_template(messages as never, {
+    ...(opts.thinking === undefined ? {} : { enable_thinking: opts.thinking }),
     add_generation_prompt: true,
     tokenize: true,
     return_tensor: false,

@@ -3,9 +3,16 @@
 // and README.md), in the onnx-community folder layout, as fp32, q8 and q4 ONNX files, and as F32 and Q8_0
 // GGUF files (gguf/) for the llama.cpp backend.
 import { join } from "node:path";
-import { writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
+import { type AddedToken, type Merge, writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
 import { craftChatTinyWeights } from "./chat_tiny_weights.ts";
-import { ADDED_TOKENS, buildChatTinyVocab, ENDOFTEXT, IM_END, MARKER_MODES } from "./chat_tiny_vocab.ts";
+import {
+  ADDED_TOKENS,
+  buildChatTinyVocab,
+  ENDOFTEXT,
+  IM_END,
+  MARKER_MODES,
+  type ReplyChain,
+} from "./chat_tiny_vocab.ts";
 import { QWEN25_CHAT_TEMPLATE } from "./chat_templates.ts";
 import { buildDecoder, decoderConfig, type DecoderShape } from "./decoder_graph.ts";
 import { writeJson } from "./model_files.ts";
@@ -21,15 +28,45 @@ const GGUF_TYPES: GgmlType[] = ["F32", "Q8_0"];
 
 export async function generate(outDir: string): Promise<void> {
   const v = buildChatTinyVocab();
-  await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
-  const ids = await writeByteLevelTokenizer(outDir, {
+  const modes = MARKER_MODES.map((m) => m.mode);
+  await writeCraftedDecoder(outDir, {
+    name: "chat-tiny",
+    seed: "chat-tiny",
     vocab: v.vocab,
     merges: v.merges,
     added: ADDED_TOKENS,
+    chatTemplate: QWEN25_CHAT_TEMPLATE,
+    markers: modes.map((m) => v.markers[m]),
+    scores: MARKER_MODES.map((m) => m.score),
+    chains: [...modes, "default" as const].map((m) => v.chains[m]),
+  });
+}
+
+/** A crafted decoder's behaviour and tokenizer: marker tokens per mode, one reply chain per mode plus the
+ * default one last (tokens as vocabulary strings or added-token contents). */
+export interface CraftedDecoderSpec {
+  name: string;
+  seed: string;
+  vocab: string[];
+  merges: Merge[];
+  added: AddedToken[];
+  chatTemplate: string;
+  markers: string[][];
+  scores: number[];
+  chains: ReplyChain[];
+}
+
+/** Writes tokenizer, config and the crafted weights as fp32/q8/q4 ONNX and F32/Q8_0 GGUF (gguf/). */
+export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSpec): Promise<void> {
+  await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
+  const ids = await writeByteLevelTokenizer(outDir, {
+    vocab: spec.vocab,
+    merges: spec.merges,
+    added: spec.added,
     config: {
       additional_special_tokens: ["<|im_start|>", "<|im_end|>"],
       bos_token: null,
-      chat_template: QWEN25_CHAT_TEMPLATE,
+      chat_template: spec.chatTemplate,
       clean_up_tokenization_spaces: false,
       eos_token: IM_END,
       errors: "replace",
@@ -42,11 +79,11 @@ export async function generate(outDir: string): Promise<void> {
   });
   const id = (t: string) => {
     const i = ids.get(t);
-    if (i === undefined) throw new Error(`chat-tiny: no token ${JSON.stringify(t)}`);
+    if (i === undefined) throw new Error(`${spec.name}: no token ${JSON.stringify(t)}`);
     return i;
   };
   const shape: DecoderShape = {
-    vocabSize: v.vocab.length + ADDED_TOKENS.length,
+    vocabSize: spec.vocab.length + spec.added.length,
     hiddenSize: 128,
     numLayers: 2,
     numHeads: 4,
@@ -79,16 +116,12 @@ export async function generate(outDir: string): Promise<void> {
     pad_token_id: id(ENDOFTEXT),
     transformers_version: "4.45.0",
   });
-  const modes = MARKER_MODES.map((m) => m.mode);
   const weights = craftChatTinyWeights(shape, {
-    markerIds: modes.map((m) => v.markers[m].map(id)),
-    scores: MARKER_MODES.map((m) => m.score),
-    chains: [...modes, "default" as const].map((m) => ({
-      ids: v.chains[m].tokens.map(id),
-      loopTo: v.chains[m].loopTo,
-    })),
+    markerIds: spec.markers.map((ms) => ms.map(id)),
+    scores: spec.scores,
+    chains: spec.chains.map((c) => ({ ids: c.tokens.map(id), loopTo: c.loopTo })),
     eosId: id(IM_END),
-  }, new Prng("chat-tiny"));
+  }, new Prng(spec.seed));
   for (const format of FORMATS) {
     await buildDecoder(shape, weights, format).save(join(outDir, "onnx"), ONNX_FILE[format], {
       extraOpsets: format === "q4" ? { [MS_DOMAIN]: 1 } : {},
@@ -99,10 +132,10 @@ export async function generate(outDir: string): Promise<void> {
   await Deno.mkdir(join(outDir, "gguf"), { recursive: true });
   for (const type of GGUF_TYPES) {
     await Deno.writeFile(
-      join(outDir, "gguf", `chat-tiny-${type}.gguf`),
+      join(outDir, "gguf", `${spec.name}-${type}.gguf`),
       decoderGguf({
         arch: "qwen2",
-        name: "chat-tiny",
+        name: spec.name,
         shape,
         weights,
         type,
@@ -111,7 +144,7 @@ export async function generate(outDir: string): Promise<void> {
         bosId: id(ENDOFTEXT),
         eosId: id(IM_END),
         padId: id(ENDOFTEXT),
-        chatTemplate: QWEN25_CHAT_TEMPLATE,
+        chatTemplate: spec.chatTemplate,
         // Greedy by default, as the ONNX export's generation_config says.
         temperature: 0,
       }),
