@@ -20,3 +20,25 @@ Deno.test("readme: every deno task it names exists", () => {
   assert.ok(named.includes("start") && named.includes("test"));
   for (const task of named) assert.ok(task in denoJson.tasks, `deno task ${task} is not in deno.json`);
 });
+
+Deno.test("readme: the client matrix names the versions deno.json pins, and each client has its test", async () => {
+  const section = readme.slice(readme.indexOf("### Client matrix"), readme.indexOf("## Models"));
+  const rows = section.split("\n").filter((l) => l.startsWith("| `"));
+  assert.ok(rows.length >= 6, "the matrix has its rows");
+  const pins = Object.values(denoJson.imports as Record<string, string>).map((v) =>
+    v.replace(/^npm:\/?/, "")
+  );
+  const pinOf = (pkg: string) =>
+    pins.find((p) => p.startsWith(`${pkg}@`))?.slice(pkg.length + 1).replace(/\/$/, "");
+  for (const row of rows) {
+    const [client, version] = row.split("|").slice(1, 3);
+    const pkgs = [...client.matchAll(/`(@?[a-z][a-z0-9-]*(?:\/[a-z0-9-]+)?)`/g)].map((m) => m[1]).filter(
+      pinOf,
+    );
+    const versions = [...version.matchAll(/\d+\.\d+\.\d+/g)].map((m) => m[0]);
+    assert.deepEqual(versions, pkgs.map(pinOf), `${client.trim()}: ${version.trim()}`);
+  }
+  for (const f of ["openai_sdk", "vercel_ai", "langchain", "openai_agents"]) {
+    await Deno.stat(join(REPO_ROOT, "tests", "clients", `${f}_test.ts`));
+  }
+});

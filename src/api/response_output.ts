@@ -3,7 +3,10 @@
 // call) and, for streaming, the typed events OpenAI sends for each (output_item.added, content_part.added,
 // *.delta, *.done, output_item.done) with their output_index, item_id and content_index. An item closes when
 // the next one starts or the generation ends; a reply cut by max_output_tokens leaves its last item
-// `incomplete`.
+// `incomplete`. When the request asks for a reasoning summary, the reasoning item also carries the block's
+// text as its one `summary_text` part (streamed as reasoning_summary_* events): a local model has no separate
+// summarizer, so the "summary" is the reasoning itself, verbatim, and clients that only read summaries (the
+// Vercel AI SDK's and the Agents SDK's Responses providers) see the thinking.
 import type { ChatDelta, ChatTokenLogprob } from "../engines/types.ts";
 import { randomId } from "../ids.ts";
 
@@ -20,6 +23,10 @@ function wireLogprobs(lps: ChatTokenLogprob[] | null) {
   }));
 }
 
+function summaryPart(text: string) {
+  return { type: "summary_text", text };
+}
+
 interface Open {
   index: number;
   item: OutputItem;
@@ -30,11 +37,17 @@ interface Open {
 
 export class ResponseOutput {
   readonly items: OutputItem[] = [];
+  /** Whether reasoning items also carry the text as their summary (`reasoning.summary` was set). */
+  readonly #summary: boolean;
   #open: Open | null = null;
   /** Whitespace content before any message: it joins the message if one follows, else it is dropped. */
   #pendingWs = "";
   /** Tool-call index (the parser's) -> the open function_call. */
   readonly #calls = new Map<number, Open>();
+
+  constructor(opts: { summary?: boolean } = {}) {
+    this.#summary = opts.summary === true;
+  }
 
   /** The events one delta makes; the items are updated as they go. */
   push(delta: ChatDelta, logprobs: ChatTokenLogprob[] | null): OutputEvent[] {
@@ -114,6 +127,13 @@ export class ResponseOutput {
           ? { type: "reasoning_text", text: "" }
           : { type: "output_text", annotations: [], logprobs: [], text: "" },
       });
+      if (kind === "reasoning" && this.#summary) {
+        out.push({
+          ...this.#summaryRef(cur),
+          type: "response.reasoning_summary_part.added",
+          part: summaryPart(""),
+        });
+      }
     }
     cur.text += text;
     const wire = wireLogprobs(lps);
@@ -136,6 +156,14 @@ export class ResponseOutput {
           logprobs: wire,
         },
     );
+    if (kind === "reasoning" && this.#summary) {
+      out.push({ ...this.#summaryRef(cur), type: "response.reasoning_summary_text.delta", delta: text });
+    }
+  }
+
+  /** The fields every reasoning_summary_* event names its part by. */
+  #summaryRef(cur: Open) {
+    return { item_id: cur.item.id, output_index: cur.index, summary_index: 0 };
   }
 
   #start(kind: Open["kind"], item: OutputItem, out: OutputEvent[]): Open {
@@ -182,6 +210,12 @@ export class ResponseOutput {
             logprobs: cur.logprobs,
           },
       );
+      if (cur.kind === "reasoning" && this.#summary) {
+        const ref = this.#summaryRef(cur);
+        out.push({ ...ref, type: "response.reasoning_summary_text.done", text: cur.text });
+        out.push({ ...ref, type: "response.reasoning_summary_part.done", part: summaryPart(cur.text) });
+        item.summary = [summaryPart(cur.text)];
+      }
       out.push({
         type: "response.content_part.done",
         item_id: item.id,

@@ -40,7 +40,7 @@ export async function handleCreateResponse(req: Request, ctx: ApiContext): Promi
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), { done: false, named: true, log: ctx.log });
   }
-  const output = new ResponseOutput();
+  const output = new ResponseOutput({ summary: state.body.reasoning?.summary != null });
   let status: "completed" | "incomplete" = "completed";
   for await (const ev of admitted(run, (p) => state.prompt(p))) {
     if (ev.type === "delta") output.push(ev.delta, ev.logprobs);
@@ -228,7 +228,7 @@ async function* events(
   let seq = 0;
   const stamp = (e: OutputEvent) => ({ ...e, sequence_number: seq++ });
   let next = await it.next();
-  const output = new ResponseOutput();
+  const output = new ResponseOutput({ summary: state.body.reasoning?.summary != null });
   yield stamp({ type: "response.created", response: state.object("in_progress", null) });
   yield stamp({ type: "response.in_progress", response: state.object("in_progress", null) });
   let status: "completed" | "incomplete" = "completed";

@@ -149,7 +149,12 @@ const PromptFields = {
   tool_choice: ToolChoice.optional(),
   parallel_tool_calls: nullable(z.boolean()),
   text: nullable(z.looseObject({ format: TextFormat.optional(), verbosity: nullable(z.string()) })),
-  reasoning: nullable(z.looseObject({ effort: nullable(ReasoningEffort), summary: nullable(z.string()) })),
+  reasoning: nullable(
+    z.looseObject({
+      effort: nullable(ReasoningEffort),
+      summary: nullable(z.enum(["auto", "concise", "detailed"])),
+    }),
+  ),
 };
 
 export const CreateResponseRequest = z.looseObject({

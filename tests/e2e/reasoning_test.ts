@@ -217,6 +217,18 @@ Deno.test("reasoning e2e: think-tiny as ONNX and GGUF", async (t) => {
           await promptTokens(history, undefined, { model: "think-tiny" }),
         );
 
+        // Asked for a summary, the item carries the reasoning itself as its one summary part.
+        const summed = await s.client.responses.create({
+          model,
+          input: "Hi there!",
+          reasoning: { summary: "auto" },
+        });
+        const summedItem = summed.output[0];
+        assert.ok(summedItem.type === "reasoning");
+        assert.deepEqual(summedItem.summary, [{ type: "summary_text", text: THOUGHT }]);
+        assert.deepEqual(summedItem.content, [{ type: "reasoning_text", text: THOUGHT }]);
+        assert.deepEqual(item.summary, [], "no summary unless asked");
+
         const off = await s.client.responses.create({
           model,
           input: "Hi there!",
@@ -241,6 +253,7 @@ Deno.test("reasoning e2e: think-tiny as ONNX and GGUF", async (t) => {
           if (ev.type === "response.output_text.delta") assert.equal(ev.output_index, 1);
         }
         assert.equal(thought, THOUGHT);
+        assert.ok(!types.some((x) => x.includes("summary")), "no summary events unless asked");
         const final = await stream.finalResponse();
         assert.equal(final.output_text, HELLO);
         const compact = types.filter((x, i) => x !== types[i - 1]);
@@ -263,6 +276,49 @@ Deno.test("reasoning e2e: think-tiny as ONNX and GGUF", async (t) => {
         ]);
       });
     }
+
+    await t.step(
+      "Responses streamed with a summary: reasoning_summary events inside the reasoning item",
+      async () => {
+        const stream = s.client.responses.stream({
+          model: "think-tiny",
+          input: "Hi there!",
+          reasoning: { summary: "detailed" },
+        });
+        const types: string[] = [];
+        let summary = "";
+        for await (const ev of stream) {
+          types.push(ev.type);
+          if (ev.type === "response.reasoning_summary_text.delta") {
+            assert.equal(ev.summary_index, 0);
+            summary += ev.delta;
+          }
+          if (ev.type === "response.reasoning_summary_part.done") {
+            assert.deepEqual(ev.part, { type: "summary_text", text: THOUGHT });
+          }
+        }
+        assert.equal(summary, THOUGHT);
+        const first = types.indexOf("response.reasoning_summary_part.added");
+        const last = types.indexOf("response.reasoning_summary_part.done");
+        assert.ok(types.indexOf("response.output_item.added") < first && first < last);
+        assert.ok(last < types.indexOf("response.output_item.done"));
+        assert.equal(types.indexOf("response.reasoning_summary_text.done"), last - 1);
+        const final = await stream.finalResponse();
+        const item = final.output[0];
+        assert.ok(item.type === "reasoning");
+        assert.deepEqual(item.summary, [{ type: "summary_text", text: THOUGHT }]);
+      },
+    );
+
+    await t.step("an unknown reasoning.summary is a 400 naming it", async () => {
+      const res = await fetch(`${s.url}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "think-tiny", input: "Hi", reasoning: { summary: "everything" } }),
+      });
+      assert.equal(res.status, 400);
+      assert.equal((await res.json()).error.param, "reasoning.summary");
+    });
 
     await t.step("the GGUF export answers exactly as the ONNX model", () => {
       assert.deepEqual(answers["think-gguf"], answers["think-tiny"]);
