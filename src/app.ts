@@ -90,6 +90,7 @@ export function createApp(deps: AppDeps): App {
     const origin = req.headers.get("origin");
     const note: RequestNote = {};
     const deferred: (() => void)[] = [];
+    const ignored: string[] = [];
     let routePath = "unmatched";
 
     const signals = [req.signal];
@@ -114,6 +115,7 @@ export function createApp(deps: AppDeps): App {
           signal,
           params,
           note: (f) => Object.assign(note, f),
+          ignore: (params) => ignored.push(...params),
           defer: (fn) => deferred.push(fn),
           jsonLimits,
           audioLimits,
@@ -134,6 +136,7 @@ export function createApp(deps: AppDeps): App {
 
     const headers = new Headers(res.headers);
     headers.set("x-request-id", requestId);
+    if (ignored.length > 0) headers.set("x-ignored-params", ignored.join(", "));
     for (const [k, v] of Object.entries(cors.headers(origin))) headers.set(k, v);
 
     const finish = () => {

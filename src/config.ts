@@ -24,6 +24,7 @@ export interface Config {
   logFormat: "json" | "text";
   logLevel: "debug" | "info";
   offline: boolean;
+  strict: boolean;
   preload: boolean;
   whisperLib: string;
   llamaLib: string;
@@ -270,6 +271,15 @@ export const OPTIONS: Option[] = [
     kind: "bool",
     default: "false",
     help: "Never download models; use only files in the models folder.",
+  },
+  {
+    key: "strict",
+    flag: "strict",
+    env: "OAI_STRICT",
+    kind: "bool",
+    default: "false",
+    help: "Refuse (400) request fields this server accepts but does not act on, instead of listing them in " +
+      "X-Ignored-Params; a request's own X-Strict header overrides it.",
   },
   {
     key: "preload",

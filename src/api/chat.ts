@@ -24,10 +24,46 @@ import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
 import { admitted, fingerprintOf, samplingOf, thinkingOf } from "./chat_run.ts";
 import { randomId } from "../ids.ts";
+import { type FieldPolicy, only, reportIgnored } from "./ignored.ts";
+
+/** What this route acts on (src/api/ignored.ts): `user`, `metadata`, `store: true`, `service_tier`,
+ * `prediction`, `audio`, `web_search_options`, `verbosity`, `prompt_cache_key`, ... are accepted and reported. */
+export const CHAT_FIELDS: FieldPolicy = {
+  honoured: [
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "n",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "stream",
+    "stream_options",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "functions",
+    "function_call",
+    "response_format",
+    "reasoning_effort",
+    "top_k",
+    "min_tokens",
+    "ignore_eos",
+  ],
+  neutral: { modalities: only.textModalities, store: only.isFalse },
+};
 
 export async function handleChatCompletions(req: Request, ctx: ApiContext): Promise<Response> {
   const started = performance.now();
   const body = parseRequest(ChatCompletionRequest, await readJson(req, ctx.jsonLimits));
+  reportIgnored(req, ctx, body, CHAT_FIELDS);
   const entry = ctx.registry.resolve(body.model, "chat");
   const tools = planTools(body);
   const job: ChatJob = {

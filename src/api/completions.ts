@@ -11,6 +11,7 @@ import { ApiError } from "../http/errors.ts";
 import { sseResponse } from "../http/sse.ts";
 import { CompletionRequest } from "../protocol/completions.ts";
 import { parseRequest } from "../protocol/validate.ts";
+import { type FieldPolicy, reportIgnored } from "./ignored.ts";
 import { randomId } from "../ids.ts";
 import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
@@ -19,9 +20,36 @@ import { admitted, fingerprintOf, type JobRun, type PromptEvent, samplingOf } fr
 /** OpenAI's default for this endpoint. */
 const DEFAULT_MAX_TOKENS = 16;
 
+/** What this route acts on (src/api/ignored.ts); `user` and anything else is accepted and reported. */
+export const COMPLETION_FIELDS: FieldPolicy = {
+  honoured: [
+    "model",
+    "prompt",
+    "suffix",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "n",
+    "best_of",
+    "stream",
+    "stream_options",
+    "logprobs",
+    "echo",
+    "stop",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "seed",
+    "top_k",
+    "min_tokens",
+    "ignore_eos",
+  ],
+};
+
 export async function handleCompletions(req: Request, ctx: ApiContext): Promise<Response> {
   const started = performance.now();
   const body = parseRequest(CompletionRequest, await readJson(req, ctx.jsonLimits));
+  reportIgnored(req, ctx, body, COMPLETION_FIELDS);
   const entry = ctx.registry.resolve(body.model, "chat");
   const prompts = promptsOf(body.prompt);
   const n = body.n ?? 1;

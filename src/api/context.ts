@@ -23,6 +23,8 @@ export interface ApiContext {
   /** Path parameters of the matched route. */
   params: Record<string, string>;
   note(fields: RequestNote): void;
+  /** Request fields that were accepted but had no effect (sent back in X-Ignored-Params). */
+  ignore(params: string[]): void;
   /** Runs `fn` once the request is over: its response fully sent, the client gone, or an error answered. */
   defer(fn: () => void): void;
   jsonLimits: BodyLimits;

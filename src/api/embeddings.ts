@@ -15,6 +15,12 @@ import {
   type EmbeddingInputs,
 } from "../protocol/embeddings.ts";
 import { parseRequest } from "../protocol/validate.ts";
+import { type FieldPolicy, reportIgnored } from "./ignored.ts";
+
+/** What this route acts on (src/api/ignored.ts); `user` is accepted and reported, anything else is a 400. */
+export const EMBEDDING_FIELDS: FieldPolicy = {
+  honoured: ["model", "input", "encoding_format", "dimensions"],
+};
 import type { ApiContext } from "./context.ts";
 
 type Batcher = DynamicBatcher<readonly number[], Float32Array>;
@@ -144,6 +150,7 @@ export function toBase64(v: Float32Array): string {
 
 export async function handleEmbeddings(req: Request, ctx: ApiContext): Promise<Response> {
   const request = parseRequest(CreateEmbeddingRequest, await readJson(req, ctx.jsonLimits));
+  reportIgnored(req, ctx, request, EMBEDDING_FIELDS);
   const entry = ctx.registry.resolve(request.model, "embedding");
   const engine = await ctx.registry.engine<EmbeddingEngine>(entry, ctx.signal, ctx.defer);
   const dims = request.dimensions ?? undefined;

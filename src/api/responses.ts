@@ -17,6 +17,7 @@ import {
   type TextFormat,
 } from "../protocol/responses.ts";
 import { parseRequest } from "../protocol/validate.ts";
+import { type FieldPolicy, only, reportIgnored } from "./ignored.ts";
 import { randomId } from "../ids.ts";
 import type { StoredResponse } from "../store/mod.ts";
 import type { ApiContext } from "./context.ts";
@@ -26,9 +27,67 @@ import { itemsToMessages, normalizeInput, toolPlanOf } from "./response_input.ts
 
 type Body = CreateResponseRequest;
 
+/** The one `include` value this route acts on. */
+const LOGPROBS_INCLUDE = "message.output_text.logprobs";
+
+/** Fields under `text` and `include` values the route does not act on (`text.verbosity` other than the
+ * default, `include` entries such as `reasoning.encrypted_content`). */
+function nestedIgnored(body: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const text = body.text as Record<string, unknown> | null | undefined;
+  for (const [k, v] of Object.entries(text ?? {})) {
+    if (k !== "format" && v != null && !(k === "verbosity" && v === "medium")) out.push(`text.${k}`);
+  }
+  const reasoning = body.reasoning as Record<string, unknown> | null | undefined;
+  for (const [k, v] of Object.entries(reasoning ?? {})) {
+    if (k !== "effort" && k !== "summary" && v != null) out.push(`reasoning.${k}`);
+  }
+  const include = Array.isArray(body.include) ? body.include : [];
+  include.forEach((v, i) => v !== LOGPROBS_INCLUDE && out.push(`include[${i}]`));
+  return out;
+}
+
+const PROMPT_FIELDS = [
+  "model",
+  "input",
+  "instructions",
+  "previous_response_id",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "text",
+  "reasoning",
+];
+
+/** What POST /v1/responses acts on (src/api/ignored.ts); `user`, `safety_identifier` (echoed only),
+ * `service_tier`, `prompt_cache_key`, `truncation: "auto"`, `max_tool_calls`, ... are accepted and reported. */
+export const RESPONSE_FIELDS: FieldPolicy = {
+  honoured: [
+    ...PROMPT_FIELDS,
+    "max_output_tokens",
+    "temperature",
+    "top_p",
+    "top_logprobs",
+    "stream",
+    "store",
+    "metadata",
+    "include",
+  ],
+  neutral: { background: only.isFalse, truncation: (v) => v === "disabled" },
+  nested: nestedIgnored,
+};
+
+/** What POST /v1/responses/input_tokens acts on: the fields that shape the prompt. */
+export const INPUT_TOKENS_FIELDS: FieldPolicy = {
+  honoured: PROMPT_FIELDS,
+  neutral: { truncation: (v) => v === "disabled" },
+  nested: nestedIgnored,
+};
+
 export async function handleCreateResponse(req: Request, ctx: ApiContext): Promise<Response> {
   const started = performance.now();
   const body = parseRequest(CreateResponseRequest, await readJson(req, ctx.jsonLimits));
+  reportIgnored(req, ctx, body, RESPONSE_FIELDS);
   const entry = ctx.registry.resolve(body.model, "chat");
   const input = normalizeInput(body.input);
   const history = await historyOf(ctx, body.previous_response_id);
@@ -104,7 +163,7 @@ function jobOf(body: Body, messages: ChatMessage[]): ChatJob {
       logitBias: {},
     },
     seed: randomSeed(),
-    logprobs: includes(body, "message.output_text.logprobs") ? body.top_logprobs ?? 0 : null,
+    logprobs: includes(body, LOGPROBS_INCLUDE) ? body.top_logprobs ?? 0 : null,
     ...thinkingOf(body.reasoning?.effort),
   };
 }
@@ -300,6 +359,7 @@ export async function handleListInputItems(req: Request, ctx: ApiContext): Promi
 
 export async function handleInputTokens(req: Request, ctx: ApiContext): Promise<Response> {
   const body = parseRequest(InputTokensRequest, await readJson(req, ctx.jsonLimits));
+  reportIgnored(req, ctx, body, INPUT_TOKENS_FIELDS);
   const entry = ctx.registry.resolve(body.model, "chat");
   const history = await historyOf(ctx, body.previous_response_id);
   const job = jobOf(body as Body, [...history, ...itemsToMessages(normalizeInput(body.input))]);

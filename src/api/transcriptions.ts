@@ -9,12 +9,30 @@ import { sseResponse } from "../http/sse.ts";
 import {
   type AudioRequest,
   type AudioTask,
+  formToObject,
   parseAudioForm,
   type TextDeltaEvent,
   type TextDoneEvent,
 } from "../protocol/transcriptions.ts";
 import { formatResponse, usageOf } from "./transcript_format.ts";
 import type { ApiContext } from "./context.ts";
+import { type FieldPolicy, reportIgnored } from "./ignored.ts";
+
+/** What the audio routes act on (src/api/ignored.ts); `chunking_strategy`, `include`, ... are reported. A
+ * translation refuses `language`, `timestamp_granularities` and `stream` outright (protocol/transcriptions). */
+export const AUDIO_FIELDS: FieldPolicy = {
+  honoured: [
+    "file",
+    "model",
+    "prompt",
+    "response_format",
+    "temperature",
+    "vad",
+    "language",
+    "timestamp_granularities",
+    "stream",
+  ],
+};
 
 export function handleTranscriptions(req: Request, ctx: ApiContext): Promise<Response> {
   return handle(req, ctx, "transcribe");
@@ -54,7 +72,9 @@ function checkLanguage(request: AudioRequest, engine: TranscriptionEngine): void
 }
 
 async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<Response> {
-  const request = parseAudioForm(await readForm(req, ctx.audioLimits), task);
+  const form = await readForm(req, ctx.audioLimits);
+  const request = parseAudioForm(form, task);
+  reportIgnored(req, ctx, formToObject(form), AUDIO_FIELDS);
   const entry = ctx.registry.resolve(request.model, "transcription");
   const vad = vadFor(request, ctx);
   const engine = await ctx.registry.engine<TranscriptionEngine>(entry, ctx.signal, ctx.defer);

@@ -23,7 +23,7 @@ export class Cors {
     if (!this.allowed(origin)) return {};
     return {
       "access-control-allow-origin": this.#any ? "*" : origin!,
-      "access-control-expose-headers": "x-request-id, retry-after",
+      "access-control-expose-headers": "x-request-id, retry-after, x-ignored-params",
       ...(this.#any ? {} : { vary: "Origin" }),
     };
   }
@@ -42,7 +42,7 @@ export class Cors {
       headers: {
         ...this.headers(origin),
         "access-control-allow-methods": [...new Set([...methods, "OPTIONS"])].join(", "),
-        "access-control-allow-headers": requested ?? "authorization, content-type",
+        "access-control-allow-headers": requested ?? "authorization, content-type, x-strict",
         "access-control-max-age": "600",
       },
     });
