@@ -325,7 +325,9 @@ async function* decodeChoice(
     counts.add(token);
     processor?.accept(token);
     const isEos = backend.eosIds.has(token) && (mustEnd || !job.ignoreEos);
-    if (raw && !isEos) pendingLp.push({ start: produced, lp: st.logprob(raw, token, job.logprobs!) });
+    // Every generated token gets its entry, so a reply has as many as completion_tokens in every finish case;
+    // end-of-sequence is spelled as the tokenizer spells it (`<|im_end|>`), as in the top alternatives.
+    if (raw) pendingLp.push({ start: produced, lp: st.logprob(raw, token, job.logprobs!) });
     let text = isEos ? "" : detok.push(token);
     const atLimit = generated >= maxTokens;
     if (isEos || atLimit) text += detok.flush();
@@ -354,9 +356,7 @@ async function* decodeChoice(
       }
     }
     if (visible || (split && (split.reasoning || split.content)) || (finish && pendingLp.length)) {
-      const lps = raw
-        ? takeLogprobs(pendingLp, finish ? (stop.stopped ? emitted : Infinity) : emitted)
-        : null;
+      const lps = raw ? takeLogprobs(pendingLp, finish ? Infinity : emitted) : null;
       const content = split ? split.content : visible;
       const deltas: ChatDelta[] = parser ? parser.push(content) : content ? [{ content }] : [];
       if (split?.reasoning) deltas.unshift({ reasoning: split.reasoning });

@@ -131,7 +131,7 @@ Deno.test("pipeline: greedy script in, exact events out; one prefill, one step p
   assert.equal(b.open_.size, 0);
 });
 
-Deno.test("pipeline: max tokens, stop sequences, logprobs (one entry per visible token)", async () => {
+Deno.test("pipeline: max tokens, stop sequences, logprobs (one entry per generated token)", async () => {
   const b = new ScriptedBackend(HELLO);
   const short = await collect(runChat(b, chatJob(hi, { maxTokens: 2 })));
   assert.equal(content(short), "Hello");
@@ -142,6 +142,14 @@ Deno.test("pipeline: max tokens, stop sequences, logprobs (one entry per visible
     completionTokens: 2,
     reasoningTokens: 0,
   });
+
+  // Entries equal completion tokens when cut by the budget or a stop sequence too.
+  for (const opts of [{ maxTokens: 2 }, { stop: ["wor"] }, { stop: ["ld"] }]) {
+    const evs = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { ...opts, logprobs: 0 })));
+    const n = evs.flatMap((e) => (e.type === "delta" ? e.logprobs ?? [] : [])).length;
+    const fin = evs.at(-1)!;
+    assert.ok(fin.type === "finish" && fin.completionTokens === n, `${JSON.stringify(opts)}: ${n} entries`);
+  }
 
   const stopped = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { stop: ["wor"] })));
   assert.equal(content(stopped), "Hello ");
@@ -155,11 +163,14 @@ Deno.test("pipeline: max tokens, stop sequences, logprobs (one entry per visible
 
   const lp = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { logprobs: 1 })));
   const entries = lp.flatMap((e) => (e.type === "delta" ? e.logprobs ?? [] : []));
-  assert.deepEqual(entries.map((e) => e.token), ["Hel", "lo", " wor", "ld", "!"]);
+  assert.deepEqual(entries.map((e) => e.token), ["Hel", "lo", " wor", "ld", "!", "<eos>"]);
+  const finished = lp.at(-1)!;
+  assert.ok(finished.type === "finish" && finished.completionTokens === entries.length);
   // 10 against the other pieces' zeros: log(e^10 / (e^10 + vocab - 1)).
   const expected = 10 - Math.log(Math.exp(10) + PIECES.length - 1);
   for (const e of entries) {
     assert.ok(Math.abs(e.logprob - expected) < 1e-5, `${e.logprob} vs ${expected}`);
+    // (the scripted end-of-sequence scores like every other piece)
     assert.equal(e.top.length, 1);
     assert.equal(e.top[0].token, e.token);
   }

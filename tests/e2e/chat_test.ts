@@ -295,7 +295,7 @@ Deno.test("chat completions e2e", async (t) => {
     });
 
     await t.step(
-      "logprobs: one entry per visible token, text and bytes add up, top alternatives sorted",
+      "logprobs: one entry per completion token, text and bytes add up, top alternatives sorted",
       async () => {
         const res = await s.client.chat.completions.create({
           model: MODEL,
@@ -304,9 +304,12 @@ Deno.test("chat completions e2e", async (t) => {
           top_logprobs: 3,
         });
         const lp = res.choices[0].logprobs!.content!;
-        assert.equal(lp.length, HELLO_TOKENS - 1); // the end-of-sequence token is not text
-        assert.equal(lp.map((t) => t.token).join(""), HELLO);
-        assert.deepEqual(lp.flatMap((t) => t.bytes), [...new TextEncoder().encode(HELLO)]);
+        // One entry per completion token: the text's, then end-of-sequence as the tokenizer spells it.
+        assert.equal(lp.length, HELLO_TOKENS);
+        assert.equal(lp.length, res.usage!.completion_tokens);
+        assert.equal(lp.at(-1)!.token, "<|im_end|>");
+        assert.equal(lp.slice(0, -1).map((t) => t.token).join(""), HELLO);
+        assert.deepEqual(lp.slice(0, -1).flatMap((t) => t.bytes), [...new TextEncoder().encode(HELLO)]);
         for (const t of lp) {
           assert.ok(t.logprob <= 0 && t.logprob > -1);
           assert.equal(t.top_logprobs.length, 3);
@@ -329,7 +332,7 @@ Deno.test("chat completions e2e", async (t) => {
         const streamed = events.flatMap((e) =>
           (e.choices as { logprobs: { content: { token: string }[] } | null }[])[0].logprobs?.content ?? []
         );
-        assert.equal(streamed.map((t) => t.token).join(""), HELLO);
+        assert.equal(streamed.map((t) => t.token).join(""), HELLO + "<|im_end|>");
       },
     );
 

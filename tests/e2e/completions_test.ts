@@ -66,8 +66,9 @@ Deno.test("completions e2e", async (t) => {
         const c = r.choices[0];
         assert.equal(c.text, HELLO);
         const lp = c.logprobs!;
-        assert.deepEqual(lp.tokens, ["Hello", " from", " chat", "-tiny", "!"]);
-        assert.deepEqual(lp.text_offset, [0, 5, 10, 15, 20]);
+        // The prompt's tokens, the reply's, and end-of-sequence (as the tokenizer spells it, at the end).
+        assert.deepEqual(lp.tokens, ["Hello", " from", " chat", "-tiny", "!", "<|im_end|>"]);
+        assert.deepEqual(lp.text_offset, [0, 5, 10, 15, 20, 21]);
         assert.equal(lp.token_logprobs![0], null);
         assert.equal(lp.top_logprobs![0], null);
         for (let i = 1; i < 5; i++) {
@@ -81,9 +82,10 @@ Deno.test("completions e2e", async (t) => {
           assert.equal(top[lp.tokens![i]], lp.token_logprobs![i]);
         }
         const plain = await s.client.completions.create({ model: MODEL, prompt: "Hello", logprobs: 0 });
-        assert.deepEqual(plain.choices[0].logprobs?.tokens, [" from", " chat", "-tiny", "!"]);
-        assert.deepEqual(plain.choices[0].logprobs?.text_offset, [0, 5, 10, 15]);
-        assert.deepEqual(plain.choices[0].logprobs?.top_logprobs, [{}, {}, {}, {}]);
+        assert.deepEqual(plain.choices[0].logprobs?.tokens, [" from", " chat", "-tiny", "!", "<|im_end|>"]);
+        assert.deepEqual(plain.choices[0].logprobs?.text_offset, [0, 5, 10, 15, 16]);
+        assert.deepEqual(plain.choices[0].logprobs?.top_logprobs, [{}, {}, {}, {}, {}]);
+        assert.equal(plain.choices[0].logprobs?.tokens?.length, plain.usage!.completion_tokens);
       },
     );
 
