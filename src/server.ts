@@ -6,6 +6,7 @@ import { loadManifest } from "./engines/manifest.ts";
 import { type Loaders, Registry } from "./engines/registry.ts";
 import type { Logger } from "./log.ts";
 import { openStore } from "./store/mod.ts";
+import { join, resolve } from "node:path";
 
 export interface ServerDeps {
   loaders: Loaders;
@@ -23,8 +24,25 @@ export interface RunningServer {
   finished: Promise<void>;
 }
 
+/**
+ * Mesa's Vulkan drivers, probed for a WebGPU adapter, print "XDG_RUNTIME_DIR is invalid or not set" when a
+ * service runs without a login session; a private folder in the data folder gives them one, and nothing else
+ * here reads it.
+ */
+async function ensureRuntimeDir(dataDir: string): Promise<void> {
+  if (Deno.env.get("XDG_RUNTIME_DIR")) return;
+  const dir = join(resolve(dataDir), "run");
+  try {
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    Deno.env.set("XDG_RUNTIME_DIR", dir);
+  } catch {
+    // A read-only data folder only costs the warning.
+  }
+}
+
 export async function startServer(config: Config, deps: ServerDeps): Promise<RunningServer> {
   const { log } = deps;
+  await ensureRuntimeDir(config.dataDir);
   const manifest = await loadManifest(config.manifest, config.modelsDir, config.device);
   const registry = new Registry(
     manifest,

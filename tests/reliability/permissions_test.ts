@@ -1,22 +1,43 @@
-// Least privilege: the server started with exactly the scoped permissions of `deno task start:secure` (read from
-// deno.json, so the documented command line is the tested one) serves chat, embeddings and transcription.
+// Least privilege: the server started with exactly the scoped permissions `deno task start` runs it with (read
+// from deno.json, so the documented command line is the tested one) serves chat, embeddings and transcription.
 // Only the test's own data folders are added to the read list. The Responses store uses its default place.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { REPO_ROOT, SHARED_DIR, spawnServer } from "../helpers.ts";
+import { GENERATED_MODELS, REPO_ROOT, SHARED_DIR, spawnServer } from "../helpers.ts";
 
-const task: string = JSON.parse(await Deno.readTextFile(join(REPO_ROOT, "deno.json"))).tasks["start:secure"];
+const tasks = JSON.parse(await Deno.readTextFile(join(REPO_ROOT, "deno.json"))).tasks;
+// `start` sets up the native libraries when missing, then runs the server: its last command.
+const task: string = (tasks.start as string).split("; ").at(-1)!;
+
+Deno.test("permissions: the default start is the scoped one; all permissions are opt-in, named as such", () => {
+  assert.match(task, /^deno run --allow-net=\S+ .* main\.ts$/);
+  assert.equal(tasks["start:secure"], undefined);
+  assert.match(tasks["start:all-permissions"], /deno run -A main\.ts$/);
+});
 
 /** The permission flags of the task, with `extraRead` appended to its --allow-read list. */
 function permissionFlags(extraRead: string[]): string[] {
   const flags = task.replace(/^deno run /, "").replace(/ main\.ts$/, "").split(" ");
-  assert.ok(!flags.includes("-A") && !flags.includes("--allow-all"), "start:secure must not allow all");
+  assert.ok(!flags.includes("-A") && !flags.includes("--allow-all"), "start must not allow all");
   return flags.map((f) => f.startsWith("--allow-read=") ? `${f},${extraRead.join(",")}` : f);
 }
 
 Deno.test("permissions: the scoped command line serves chat, responses, embeddings and transcription", async () => {
   const tmp = await Deno.makeTempDir();
-  const server = await spawnServer({ denoFlags: permissionFlags([tmp, Deno.env.get("TMPDIR") ?? "/tmp"]) });
+  // chat-tiny on `auto` probes for a WebGPU adapter, where Mesa used to complain about XDG_RUNTIME_DIR when it
+  // is unset (as under a service manager); empty here stands for unset, which Mesa treats the same.
+  const manifest = {
+    ...GENERATED_MODELS,
+    models: {
+      ...GENERATED_MODELS.models,
+      "chat-tiny": { ...GENERATED_MODELS.models["chat-tiny"], device: "auto" as const },
+    },
+  };
+  const server = await spawnServer({
+    denoFlags: permissionFlags([tmp, Deno.env.get("TMPDIR") ?? "/tmp"]),
+    manifest,
+    env: { XDG_RUNTIME_DIR: "" },
+  });
   try {
     const post = async (path: string, body: unknown) => {
       const res = await fetch(`${server.url}${path}`, {
@@ -54,5 +75,6 @@ Deno.test("permissions: the scoped command line serves chat, responses, embeddin
     const status = await server.stop();
     await Deno.remove(tmp, { recursive: true });
     assert.equal(status.code, 0);
+    assert.ok(!server.log().includes("XDG_RUNTIME_DIR"), "no Mesa start-up noise");
   }
 });
