@@ -22,7 +22,7 @@ import { embeddingBatchStats, handleEmbeddings } from "./api/embeddings.ts";
 import { handleTranscriptions, handleTranslations } from "./api/transcriptions.ts";
 import { ApiKeys } from "./http/auth.ts";
 import { Cors } from "./http/cors.ts";
-import { errorResponse, toApiError } from "./http/errors.ts";
+import { errorResponse, toApiError, withRequestId } from "./http/errors.ts";
 import { type Route, Router } from "./http/router.ts";
 import { Metrics } from "./metrics.ts";
 
@@ -124,12 +124,13 @@ export function createApp(deps: AppDeps): App {
         res = await route.handler(req, ctx);
       }
     } catch (err) {
-      const api = toApiError(err);
-      if (api.status >= 500 && api.status !== 503) {
-        log.error("request failed", {
-          requestId,
-          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
-        });
+      let api = toApiError(err);
+      if (api.status >= 500) {
+        // The whole cause (paths, internals) goes to the log; the client's message names where to find it.
+        const error = err instanceof Error ? (err.stack ?? err.message) : String(err);
+        if (api.status === 503) log.warn("request failed", { requestId, error: String(err) });
+        else log.error("request failed", { requestId, error });
+        api = withRequestId(api, requestId);
       }
       res = errorResponse(api);
     }

@@ -6,6 +6,7 @@ import { parseManifest } from "./engines/manifest.ts";
 import { Registry } from "./engines/registry.ts";
 import { memoryLogger } from "./log.ts";
 import { ApiError } from "./http/errors.ts";
+import { ModelFilesMissing } from "./errors.ts";
 import { readJson } from "./http/body.ts";
 import type { Handler } from "./api/context.ts";
 
@@ -26,6 +27,13 @@ function app(flags: string[] = []) {
       handler: (_r, ctx) => (ctx.note({ model: "m" }), Response.json({ ok: 1 })),
     },
     { method: "GET", path: "/boom", handler: () => Promise.reject(new Error("db password is hunter2")) },
+    {
+      method: "GET",
+      path: "/missing",
+      handler: () => {
+        throw new ModelFilesMissing("model `m`: /srv/secret/models/m/onnx/model.onnx is missing");
+      },
+    },
     { method: "GET", path: "/teapot", handler: () => Promise.reject(ApiError.badRequest("no", "x", "y")) },
     {
       method: "POST",
@@ -146,4 +154,17 @@ Deno.test("app: CORS preflight and response headers for allowed origins only", a
   res = await handler(req("/ok", { headers: { origin: "https://evil.example" } }));
   assert.equal(res.headers.get("access-control-allow-origin"), null);
   await res.body?.cancel();
+});
+
+Deno.test("app: a model's missing files answer 503 without server paths, naming the request id the log has", async () => {
+  const { handler, log } = app();
+  const res = await handler(req("/missing", { headers: { "x-request-id": "rid-7" } }));
+  assert.equal(res.status, 503);
+  const { error } = await res.json();
+  assert.equal(
+    error.message,
+    "model `m`: …/model.onnx is missing (request id rid-7; the server log has the details)",
+  );
+  const line = log.lines.find((l) => l.includes("request failed"))!;
+  assert.ok(line.includes("rid-7") && line.includes("/srv/secret/models/m/onnx/model.onnx"), line);
 });

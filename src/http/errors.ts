@@ -92,6 +92,15 @@ export function errorBody(err: ApiError): ErrorBody {
   return { error: { message: err.message, type: err.type, param: err.param, code: err.code } };
 }
 
+/** Absolute file-system paths (two or more segments), as they appear in engine and loader messages. */
+const ABSOLUTE_PATH = /(?<![\w.:/])\/(?:[\w.@+-]+\/)+([\w.@+-]+)/g;
+
+/** A message with every absolute path cut to its last segment (`…/ggml-model.bin`): clients learn which file,
+ * never where the server keeps it. */
+export function redactPaths(message: string): string {
+  return message.replace(ABSOLUTE_PATH, "…/$1");
+}
+
 /**
  * Turns anything thrown into an ApiError. Unknown errors become a 500 whose message never echoes the cause
  * (no stack traces or internals in responses); the caller logs the original.
@@ -107,7 +116,7 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError({
       status: 503,
       type: "service_unavailable",
-      message: err.message,
+      message: redactPaths(err.message),
       code,
       ...(retry !== undefined ? { headers: { "retry-after": String(retry) } } : {}),
     });
@@ -116,7 +125,7 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError({
       status: 503,
       type: "service_unavailable",
-      message: `${err.message} The model is loaded again on the next request; retry it.`,
+      message: `${redactPaths(err.message)} The model is loaded again on the next request; retry it.`,
       code: "engine_failed",
       headers: { "retry-after": "1" },
     });
@@ -136,7 +145,19 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError({
     status: 500,
     type: "server_error",
-    message: "The server had an error while processing your request. The cause is in the server log.",
+    message: "The server had an error while processing your request.",
+  });
+}
+
+/** A server-side error whose message tells the client which request id the server log has the details under. */
+export function withRequestId(api: ApiError, requestId: string): ApiError {
+  return new ApiError({
+    status: api.status,
+    type: api.type,
+    param: api.param,
+    code: api.code,
+    headers: api.headers,
+    message: `${api.message} (request id ${requestId}; the server log has the details)`,
   });
 }
 

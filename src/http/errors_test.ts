@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ApiError, errorResponse, toApiError } from "./errors.ts";
+import { ApiError, errorResponse, redactPaths, toApiError } from "./errors.ts";
 
 Deno.test("errors: ApiError maps to the full envelope with its status and headers", async () => {
   const res = errorResponse(ApiError.overloaded(3, "Model `m`"));
@@ -27,4 +27,16 @@ Deno.test("errors: model_not_found names the model param", () => {
   assert.equal(e.code, "model_not_found");
   assert.equal(e.param, "model");
   assert.equal(e.type, "invalid_request_error");
+});
+
+Deno.test("errors: redactPaths keeps a path's last segment only; URLs and relative names are left alone", () => {
+  assert.equal(
+    redactPaths("cannot open /home/u/models/x/ggml.bin: denied"),
+    "cannot open …/ggml.bin: denied",
+  );
+  assert.equal(
+    redactPaths("see https://hf.co/a/b/c and models/x/y"),
+    "see https://hf.co/a/b/c and models/x/y",
+  );
+  assert.equal(redactPaths("a (/tmp/x.onnx)"), "a (…/x.onnx)");
 });

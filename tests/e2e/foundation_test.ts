@@ -2,7 +2,15 @@
 // the error envelope for every client mistake, auth, CORS, request ids, and graceful shutdown.
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { errorOf, GENERATED_MODELS, postRaw, spawnServer, startTestServer } from "../helpers.ts";
+import {
+  errorOf,
+  GENERATED_MODELS,
+  MODELS_DIR,
+  postRaw,
+  REPO_ROOT,
+  spawnServer,
+  startTestServer,
+} from "../helpers.ts";
 
 const MANIFEST = {
   ...GENERATED_MODELS,
@@ -81,7 +89,13 @@ Deno.test("errors: every client mistake is a 4xx in the OpenAI envelope", async 
     // A model whose files are missing: 503 naming what is missing; the rest keeps serving.
     r = await postRaw(`${t.url}/v1/embeddings`, JSON.stringify({ model: "missing-embed", input: "x" }));
     assert.equal(r.status, 503);
-    assert.match(errorOf(r.json).message, /missing-embed/);
+    const missing = errorOf(r.json).message;
+    assert.match(missing, /missing-embed/);
+    // Which file, not where: the server's paths stay in its log, under the request id the message names.
+    assert.ok(!missing.includes(REPO_ROOT.replace(/\/$/, "")), missing);
+    const rid = /request id (req_[0-9a-f]{32})/.exec(missing)?.[1];
+    assert.ok(rid && r.headers.get("x-request-id") === rid, missing);
+    assert.ok(t.logs.some((l) => l.includes(rid) && l.includes(MODELS_DIR)), "the log has the whole cause");
     res = await fetch(`${t.url}/health`);
     assert.equal(res.status, 200);
     await res.body?.cancel();

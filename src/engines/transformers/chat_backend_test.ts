@@ -99,9 +99,10 @@ Deno.test("chat backend: stop sequences, max tokens and logprobs line up with th
   assert.deepEqual(texts(stopped), ["Hello from"]);
   const fin = stopped.at(-1)!;
   assert.ok(fin.type === "finish" && fin.reason === "stop");
-  // Logprobs cover the tokens whose text was emitted: "Hello", " from" (the stop token is dropped).
   const lps = stopped.flatMap((ev) => (ev.type === "delta" ? ev.logprobs ?? [] : []));
-  assert.deepEqual(lps.map((l) => l.token), ["Hello", " from"]);
+  // One entry per generated token, the one that completed the stop sequence included.
+  assert.deepEqual(lps.map((l) => l.token), ["Hello", " from", " chat"]);
+  assert.ok(fin.type === "finish" && fin.completionTokens === lps.length);
   assert.ok(lps.every((l) => l.top.length === 2));
   const short = await choices(e, chatJob(hi, { maxTokens: 2 }));
   assert.deepEqual(texts(short), ["Hello from"]);
