@@ -29,7 +29,7 @@ import { type FieldPolicy, only, reportIgnored } from "./ignored.ts";
 /** What this route acts on (src/api/ignored.ts): `user`, `metadata`, `store: true`, `service_tier`,
  * `prediction`, `audio`, `web_search_options`, `verbosity`, `prompt_cache_key`, ... are accepted and reported. */
 export const CHAT_FIELDS: FieldPolicy = {
-  honoured: [
+  honoured: new Set([
     "model",
     "messages",
     "temperature",
@@ -56,7 +56,7 @@ export const CHAT_FIELDS: FieldPolicy = {
     "top_k",
     "min_tokens",
     "ignore_eos",
-  ],
+  ]),
   neutral: { modalities: only.textModalities, store: only.isFalse },
 };
 

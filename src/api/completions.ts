@@ -22,7 +22,7 @@ const DEFAULT_MAX_TOKENS = 16;
 
 /** What this route acts on (src/api/ignored.ts); `user` and anything else is accepted and reported. */
 export const COMPLETION_FIELDS: FieldPolicy = {
-  honoured: [
+  honoured: new Set([
     "model",
     "prompt",
     "suffix",
@@ -43,7 +43,7 @@ export const COMPLETION_FIELDS: FieldPolicy = {
     "top_k",
     "min_tokens",
     "ignore_eos",
-  ],
+  ]),
 };
 
 export async function handleCompletions(req: Request, ctx: ApiContext): Promise<Response> {

@@ -19,7 +19,7 @@ import { type FieldPolicy, reportIgnored } from "./ignored.ts";
 
 /** What this route acts on (src/api/ignored.ts); `user` is accepted and reported, anything else is a 400. */
 export const EMBEDDING_FIELDS: FieldPolicy = {
-  honoured: ["model", "input", "encoding_format", "dimensions"],
+  honoured: new Set(["model", "input", "encoding_format", "dimensions"]),
 };
 import type { ApiContext } from "./context.ts";
 

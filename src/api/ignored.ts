@@ -8,7 +8,7 @@ import type { ApiContext } from "./context.ts";
 
 export interface FieldPolicy {
   /** Top-level fields the handler acts on. */
-  honoured: readonly string[];
+  honoured: ReadonlySet<string>;
   /** Fields that are honoured only with these values (any other value is ignored). */
   neutral?: Readonly<Record<string, (v: unknown) => boolean>>;
   /** Nested fields the handler does not act on, as `parent.child` paths, found in the body. */
@@ -17,10 +17,9 @@ export interface FieldPolicy {
 
 /** The fields of `body` that `policy` does not act on, in body order. */
 export function ignoredParams(body: Record<string, unknown>, policy: FieldPolicy): string[] {
-  const honoured = new Set(policy.honoured);
   const out: string[] = [];
   for (const [key, value] of Object.entries(body)) {
-    if (value === null || value === undefined || honoured.has(key)) continue;
+    if (value === null || value === undefined || policy.honoured.has(key)) continue;
     if (policy.neutral?.[key]?.(value)) continue;
     out.push(key);
   }

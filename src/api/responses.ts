@@ -62,7 +62,7 @@ const PROMPT_FIELDS = [
 /** What POST /v1/responses acts on (src/api/ignored.ts); `user`, `safety_identifier` (echoed only),
  * `service_tier`, `prompt_cache_key`, `truncation: "auto"`, `max_tool_calls`, ... are accepted and reported. */
 export const RESPONSE_FIELDS: FieldPolicy = {
-  honoured: [
+  honoured: new Set([
     ...PROMPT_FIELDS,
     "max_output_tokens",
     "temperature",
@@ -72,14 +72,14 @@ export const RESPONSE_FIELDS: FieldPolicy = {
     "store",
     "metadata",
     "include",
-  ],
+  ]),
   neutral: { background: only.isFalse, truncation: (v) => v === "disabled" },
   nested: nestedIgnored,
 };
 
 /** What POST /v1/responses/input_tokens acts on: the fields that shape the prompt. */
 export const INPUT_TOKENS_FIELDS: FieldPolicy = {
-  honoured: PROMPT_FIELDS,
+  honoured: new Set(PROMPT_FIELDS),
   neutral: { truncation: (v) => v === "disabled" },
   nested: nestedIgnored,
 };

@@ -21,7 +21,7 @@ import { type FieldPolicy, reportIgnored } from "./ignored.ts";
 /** What the audio routes act on (src/api/ignored.ts); `chunking_strategy`, `include`, ... are reported. A
  * translation refuses `language`, `timestamp_granularities` and `stream` outright (protocol/transcriptions). */
 export const AUDIO_FIELDS: FieldPolicy = {
-  honoured: [
+  honoured: new Set([
     "file",
     "model",
     "prompt",
@@ -31,7 +31,7 @@ export const AUDIO_FIELDS: FieldPolicy = {
     "language",
     "timestamp_granularities",
     "stream",
-  ],
+  ]),
 };
 
 export function handleTranscriptions(req: Request, ctx: ApiContext): Promise<Response> {

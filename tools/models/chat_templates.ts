@@ -2,6 +2,27 @@
 // tool calls (rendered identically, default system prompt included), a Qwen3-style thinking variant of it, and
 // SmolLM2-Instruct's plain ChatML one.
 
+/** The tools listing and call-format instructions of Qwen's templates (Qwen2.5 and Qwen3 write the same). */
+const TOOLS_LIST = `    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+`;
+
+/** An assistant turn's tool calls in Qwen's `<tool_call>` format. */
+const TOOL_CALLS = `        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\\n</tool_call>' }}
+        {%- endfor %}
+`;
+
 /** Qwen2.5-Instruct's `chat_template`, reproduced so prompts render byte-for-byte as that model family's do. */
 export const QWEN25_CHAT_TEMPLATE = `{%- if tools %}
     {{- '<|im_start|>system\\n' }}
@@ -11,12 +32,7 @@ export const QWEN25_CHAT_TEMPLATE = `{%- if tools %}
         {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
     {%- endif %}
     {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
-    {%- for tool in tools %}
-        {{- "\\n" }}
-        {{- tool | tojson }}
-    {%- endfor %}
-    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
-{%- else %}
+${TOOLS_LIST}{%- else %}
     {%- if messages[0]['role'] == 'system' %}
         {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
     {%- else %}
@@ -31,17 +47,7 @@ export const QWEN25_CHAT_TEMPLATE = `{%- if tools %}
         {%- if message.content %}
             {{- '\\n' + message.content }}
         {%- endif %}
-        {%- for tool_call in message.tool_calls %}
-            {%- if tool_call.function is defined %}
-                {%- set tool_call = tool_call.function %}
-            {%- endif %}
-            {{- '\\n<tool_call>\\n{"name": "' }}
-            {{- tool_call.name }}
-            {{- '", "arguments": ' }}
-            {{- tool_call.arguments | tojson }}
-            {{- '}\\n</tool_call>' }}
-        {%- endfor %}
-        {{- '<|im_end|>\\n' }}
+${TOOL_CALLS}        {{- '<|im_end|>\\n' }}
     {%- elif message.role == "tool" %}
         {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
             {{- '<|im_start|>user' }}
@@ -72,12 +78,7 @@ export const QWEN3_CHAT_TEMPLATE = `{%- if tools %}
         {{- messages[0]['content'] + '\\n\\n' }}
     {%- endif %}
     {{- "# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
-    {%- for tool in tools %}
-        {{- "\\n" }}
-        {{- tool | tojson }}
-    {%- endfor %}
-    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
-{%- elif messages[0]['role'] == 'system' %}
+${TOOLS_LIST}{%- elif messages[0]['role'] == 'system' %}
     {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
 {%- endif %}
 {%- for message in messages %}
@@ -92,17 +93,7 @@ export const QWEN3_CHAT_TEMPLATE = `{%- if tools %}
         {%- if content %}
             {{- '\\n' + content }}
         {%- endif %}
-        {%- for tool_call in message.tool_calls %}
-            {%- if tool_call.function is defined %}
-                {%- set tool_call = tool_call.function %}
-            {%- endif %}
-            {{- '\\n<tool_call>\\n{"name": "' }}
-            {{- tool_call.name }}
-            {{- '", "arguments": ' }}
-            {{- tool_call.arguments | tojson }}
-            {{- '}\\n</tool_call>' }}
-        {%- endfor %}
-        {{- '<|im_end|>\\n' }}
+${TOOL_CALLS}        {{- '<|im_end|>\\n' }}
     {%- elif message.role == "tool" %}
         {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
             {{- '<|im_start|>user' }}

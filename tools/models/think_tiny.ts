@@ -12,8 +12,8 @@ import { QWEN3_CHAT_TEMPLATE } from "./chat_templates.ts";
 
 export const VERSION = "think-tiny-1";
 
-export const THINK_OPEN = "<think>";
-export const THINK_CLOSE = "</think>";
+const THINK_OPEN = "<think>";
+const THINK_CLOSE = "</think>";
 
 /** Reasoning (the block's trimmed text) and answer of each mode; `tool` answers with chat-tiny's call. */
 export const THINK_REPLIES = {
