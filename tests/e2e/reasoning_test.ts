@@ -24,6 +24,8 @@ const SCHEMA = {
   additionalProperties: false,
 };
 
+/** A tool chat-tiny's words never call; its one argument is an enum, so a forced call closes in a few tokens
+ * (a free string would be filled with whatever the model's reply chain makes of the mask, up to the budget). */
 const LOOKUP_TOOL = {
   type: "function" as const,
   function: {
@@ -31,8 +33,8 @@ const LOOKUP_TOOL = {
     description: "Look something up",
     parameters: {
       type: "object",
-      properties: { query: { type: "string" } },
-      required: ["query"],
+      properties: { answer: { type: "string", enum: ["yes", "no"] } },
+      required: ["answer"],
       additionalProperties: false,
     },
   },
@@ -187,6 +189,7 @@ Deno.test("reasoning e2e: think-tiny as ONNX and GGUF", async (t) => {
           messages: HI,
           tools: [LOOKUP_TOOL],
           tool_choice: { type: "function", function: { name: "lookup" } },
+          max_tokens: 64,
         });
         const f = forced.choices[0].message as typeof forced.choices[0]["message"] & Reasoned;
         assert.equal(f.reasoning_content, THOUGHT);
@@ -194,8 +197,10 @@ Deno.test("reasoning e2e: think-tiny as ONNX and GGUF", async (t) => {
         assert.equal(f.tool_calls!.length, 1);
         const call = f.tool_calls![0];
         assert.ok(call.type === "function" && call.function.name === "lookup");
-        assert.deepEqual(Object.keys(JSON.parse(call.function.arguments)), ["query"]);
-        assert.equal(typeof JSON.parse(call.function.arguments).query, "string");
+        const args = JSON.parse(call.function.arguments);
+        assert.deepEqual(Object.keys(args), ["answer"]);
+        assert.ok(["yes", "no"].includes(args.answer), call.function.arguments);
+        assert.equal(forced.choices[0].finish_reason, "tool_calls");
         seen.push(a.tool_calls!.map((c) => c.type === "function" && c.function), call.function);
       });
 
