@@ -61,6 +61,10 @@ typedef struct wshim_segment {
     int64_t t0;
     int64_t t1;
     char * text;
+    /** Start of the 30 s window the segment was decoded in, in centiseconds (whisper's `seek`). */
+    int64_t seek;
+    /** The temperature of the decode whisper kept for that window (after any fallbacks). */
+    float temperature;
 } wshim_segment;
 
 typedef struct wshim_job {
@@ -69,6 +73,16 @@ typedef struct wshim_job {
     wshim_segment * segs;
     int n_segs;
     int cap_segs;
+    // Written on whisper_full's thread only (its callbacks), read back after it returns.
+    float temperature;
+    float temperature_inc;
+    /** Decodes started in the current window: whisper.cpp retries at a higher temperature when one fails. */
+    int attempts;
+    /** The first token of the current attempt (as the first decoder to go on saw it), -1 before one. */
+    int first_token;
+    /** Segments of the current window so far; the first one tells where the window starts. */
+    int window_segs;
+    int64_t window_seek;
 } wshim_job;
 
 WSHIM_API wshim_job * wshim_job_new(void) {
@@ -122,8 +136,20 @@ WSHIM_API int wshim_job_segment(wshim_job * job, int i, char * out, int cap, int
     return len;
 }
 
+/** Segment i's window start (centiseconds) and decode temperature; 0 when it is buffered, -1 otherwise. */
+WSHIM_API int wshim_job_segment_meta(wshim_job * job, int i, double * seek_temperature) {
+    pthread_mutex_lock(&job->mu);
+    int rc = -1;
+    if (i >= 0 && i < job->n_segs) {
+        seek_temperature[0] = (double) job->segs[i].seek;
+        seek_temperature[1] = job->segs[i].temperature;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&job->mu);
+    return rc;
+}
+
 static void on_new_segment(struct whisper_context * ctx, struct whisper_state * state, int n_new, void * user_data) {
-    (void) ctx;
     wshim_job * job = user_data;
     const int n = whisper_full_n_segments_from_state(state);
     pthread_mutex_lock(&job->mu);
@@ -141,6 +167,19 @@ static void on_new_segment(struct whisper_context * ctx, struct whisper_state * 
         if (!s->text) break;
         s->t0 = whisper_full_get_segment_t0_from_state(state, i);
         s->t1 = whisper_full_get_segment_t1_from_state(state, i);
+        if (job->window_segs++ == 0) {
+            // whisper.cpp starts a window's first segment at seek + 2 * (ts - <|0.00|>), ts being the decode's
+            // first token when that is a timestamp after <|0.00|> (whisper leaves it out of the segment; only one
+            // timestamp can lead), else the timestamp id (tid) of the segment's first token.
+            const whisper_token beg = whisper_token_beg(ctx);
+            const whisper_token ts = job->first_token > beg
+                ? job->first_token
+                : whisper_full_get_token_data_from_state(state, i, 0).tid;
+            job->window_seek = s->t0 - 2 * (int64_t) (ts - beg);
+        }
+        s->seek = job->window_seek;
+        // whisper.cpp's temperature ladder: t, t + inc, t + 2 inc, ... (one attempt each until one passes).
+        s->temperature = job->temperature + (job->attempts > 1 ? (float) (job->attempts - 1) * job->temperature_inc : 0.0f);
         job->n_segs++;
     }
     pthread_mutex_unlock(&job->mu);
@@ -150,10 +189,34 @@ static bool on_abort(void * user_data) {
     return atomic_load(&((wshim_job *) user_data)->abort) != 0;
 }
 
+/** Called before each 30 s window is encoded: a new window, no decode attempts yet. */
 static bool on_encoder_begin(struct whisper_context * ctx, struct whisper_state * state, void * user_data) {
     (void) ctx;
     (void) state;
+    wshim_job * job = user_data;
+    job->attempts = 0;
+    job->window_segs = 0;
     return !on_abort(user_data);
+}
+
+/**
+ * Sees every sampling step; the one with no tokens yet is the start of a decode attempt (whisper.cpp processes
+ * the prompt's logits once per temperature, then copies them to the other decoders). Leaves the logits alone.
+ */
+static void on_logits(struct whisper_context * ctx, struct whisper_state * state, const whisper_token_data * tokens,
+                      int n_tokens, float * logits, void * user_data) {
+    (void) ctx;
+    (void) state;
+    (void) logits;
+    wshim_job * job = user_data;
+    if (n_tokens == 0) {
+        job->attempts++;
+        job->first_token = -1;
+    } else if (n_tokens == 1 && job->first_token < 0) {
+        // With several decoders (a fallback's best_of, beam search) this is the first one's; they start from
+        // the same distribution and, for a leading timestamp, almost always agree.
+        job->first_token = tokens[0].id;
+    }
 }
 
 /** The knobs the server sets per request; the rest stay at whisper.cpp's greedy defaults. */
@@ -204,6 +267,10 @@ WSHIM_API int wshim_full(struct whisper_context * ctx, struct whisper_state * st
     p.new_segment_callback_user_data = job;
     p.encoder_begin_callback = on_encoder_begin;
     p.encoder_begin_callback_user_data = job;
+    p.logits_filter_callback = on_logits;
+    p.logits_filter_callback_user_data = job;
+    job->temperature = o->temperature;
+    job->temperature_inc = o->temperature_inc;
     p.abort_callback = on_abort;
     p.abort_callback_user_data = job;
     const int rc = whisper_full_with_state(ctx, state, p, samples, n_samples);

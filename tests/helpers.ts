@@ -32,6 +32,11 @@ export const GENERATED_MODELS: ManifestJson = {
       path: "generated/whisper-tiny-test",
       options: { file: "ggml-model.bin" },
     },
+    "whisper-multi-test": {
+      task: "transcription",
+      path: "generated/whisper-multi-test",
+      options: { file: "ggml-model.bin" },
+    },
   },
 };
 

@@ -16,6 +16,7 @@ const GENERATORS: Record<string, string> = {
   "think-tiny": "./models/think_tiny.ts",
   "embed-tiny": "./models/embed_tiny.ts",
   "whisper-tiny-test": "./models/whisper_tiny.ts",
+  "whisper-multi-test": "./models/whisper_multi.ts",
 };
 
 export const GENERATED_DIR = fileURLToPath(new URL("../models/generated/", import.meta.url));

@@ -41,11 +41,6 @@ export function compressionRatio(text: string): number {
   return bytes.length / deflateSync(bytes).length;
 }
 
-/** whisper.cpp does not report where its 30 s window started; segments are placed in the window they start in. */
-function seekOf(start: number): number {
-  return Math.floor(start / 30) * 3000;
-}
-
 export function toVerboseJson(t: Transcript, task: AudioTask, languageName: string) {
   return {
     task,
@@ -54,7 +49,7 @@ export function toVerboseJson(t: Transcript, task: AudioTask, languageName: stri
     text: t.text,
     segments: t.segments.map((s, id) => ({
       id,
-      seek: seekOf(s.start),
+      seek: s.seek,
       start: s.start,
       end: s.end,
       text: s.text,

@@ -59,9 +59,31 @@ export function vadFor(
   return { model: ctx.config.vadModel };
 }
 
-function checkLanguage(request: AudioRequest, engine: TranscriptionEngine): void {
+/** What the model can do: an English-only model neither translates nor takes another language. */
+function checkAbilities(
+  request: AudioRequest,
+  task: AudioTask,
+  model: string,
+  engine: TranscriptionEngine,
+): void {
+  if (task === "translate" && !engine.multilingual) {
+    throw ApiError.badRequest(
+      `Model '${model}' is English-only and cannot translate: use a multilingual whisper model (whisper-base, ` +
+        "whisper-1 by default).",
+      "model",
+      "unsupported_value",
+    );
+  }
   const lang = request.language;
   if (lang === undefined) return;
+  if (!engine.multilingual && lang !== "en") {
+    throw ApiError.badRequest(
+      `Invalid 'language': model '${model}' is English-only, so the only language it takes is 'en'; use a ` +
+        "multilingual whisper model for other languages.",
+      "language",
+      "unsupported_value",
+    );
+  }
   if (!engine.languages.has(lang)) {
     throw ApiError.badRequest(
       `Invalid 'language': '${lang}' is not an ISO-639-1 code this model knows.`,
@@ -78,7 +100,7 @@ async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<R
   const entry = ctx.registry.resolve(request.model, "transcription");
   const vad = vadFor(request, ctx);
   const engine = await ctx.registry.engine<TranscriptionEngine>(entry, ctx.signal, ctx.defer);
-  checkLanguage(request, engine);
+  checkAbilities(request, task, request.model, engine);
   const bytes = new Uint8Array(await request.file.arrayBuffer());
   const audio = await decodeAudio(bytes, { signal: ctx.signal });
   const opts: TranscribeOptions = {
@@ -98,7 +120,10 @@ async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<R
   } finally {
     permit.release();
   }
-  const languageName = engine.languages.get(transcript.language) ?? transcript.language;
+  // A translation's language is its output's, always English (as OpenAI reports it).
+  const languageName = task === "translate"
+    ? "english"
+    : engine.languages.get(transcript.language) ?? transcript.language;
   return formatResponse(transcript, request.responseFormat, task, languageName);
 }
 

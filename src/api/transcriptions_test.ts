@@ -39,6 +39,7 @@ class FakeEngine implements TranscriptionEngine {
         tokens: [1, 2],
         avgLogprob: -0.1,
         noSpeechProb: 0,
+        seek: 0,
         temperature: 0,
       },
       {
@@ -48,6 +49,7 @@ class FakeEngine implements TranscriptionEngine {
         tokens: [3],
         avgLogprob: -0.2,
         noSpeechProb: 0,
+        seek: 0,
         temperature: 0,
       },
     ];

@@ -373,9 +373,13 @@ export interface TranscriptSegment {
   text: string;
   /** Token ids as decoded, timestamp tokens included. */
   tokens: number[];
+  /** Mean log probability of the text tokens (timestamps and special tokens left out). */
   avgLogprob: number;
   noSpeechProb: number;
+  /** The temperature of the decode whisper kept (the requested one, or a fallback's). */
   temperature: number;
+  /** Start of the 30 s window the segment was decoded in, in 10 ms frames (OpenAI's `seek`). */
+  seek: number;
 }
 
 export interface TranscriptWord {

@@ -7,12 +7,23 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { toFile } from "openai";
 import { errorOf, REPO_ROOT, SHARED_DIR, startTestServer, type TestServer } from "../helpers.ts";
+import {
+  ENGLISH_SCRIPT,
+  FALLBACK_TEMPERATURE,
+  GERMAN_SCRIPT,
+  PROMPTED_SCRIPT,
+} from "../../tools/models/whisper_multi.ts";
 
 const FIXTURES = join(REPO_ROOT, "tests", "fixtures", "audio");
 const JFK = join(SHARED_DIR, "data", "whisper", "jfk.wav");
 const VAD_MODEL = join(SHARED_DIR, "data", "whisper", "for-tests-silero-v6.2.0-ggml.bin");
 /** What the generated model says for any audio of at least 2 s (tools/models/whisper_tiny.ts TEST_SCRIPT). */
 const SENTENCE = "The quick brown fox jumps over the lazy dog.";
+/** The multilingual test model and what it writes (tools/models/whisper_multi.ts). */
+const MULTI = "whisper-multi-test";
+const GERMAN = GERMAN_SCRIPT.map((x) => x.text).join("").trim();
+const PROMPTED = PROMPTED_SCRIPT.map((x) => x.text).join("").trim();
+const ENGLISH = ENGLISH_SCRIPT.map((x) => x.text).join("").trim();
 /** Length of the fixtures' speech. */
 const FIXTURE_SECONDS = 2.9085;
 
@@ -146,6 +157,9 @@ Deno.test("transcriptions: every response_format through the openai client and r
         }
         assert.ok(Array.isArray(seg.tokens) && (seg.tokens as number[]).every(Number.isInteger));
         assert.equal(typeof seg.text, "string");
+        // Both segments come from the one 30 s window at 0, decoded at the requested temperature.
+        assert.equal(seg.seek, 0);
+        assert.equal(seg.temperature, 0);
       });
       assert.deepEqual(v.words.map((w) => w.word).join(" "), SENTENCE);
       for (const w of v.words) assert.ok(w.start >= 0 && w.end >= w.start && w.end <= FIXTURE_SECONDS);
@@ -207,27 +221,115 @@ Deno.test("translations: json, text and verbose_json with task translate", async
   const s = await start();
   try {
     const file = await toFile(await fixture("flac"), "speech.flac");
-    const r = await s.client.audio.translations.create({ file, model: "whisper-1" });
-    assert.equal(r.text, SENTENCE);
-    const text = await s.client.audio.translations.create({
-      file,
-      model: "whisper-1",
-      response_format: "text",
-    });
-    assert.equal(String(text).trim(), SENTENCE);
+    const r = await s.client.audio.translations.create({ file, model: MULTI });
+    assert.equal(r.text, ENGLISH);
+    const text = await s.client.audio.translations.create({ file, model: MULTI, response_format: "text" });
+    assert.equal(String(text).trim(), ENGLISH);
     const v = await s.client.audio.translations.create({
       file,
-      model: "whisper-1",
+      model: MULTI,
       response_format: "verbose_json",
-    });
-    assert.equal((v as unknown as { task: string }).task, "translate");
+    }) as unknown as Verbose;
+    assert.equal(v.task, "translate");
+    assert.equal(v.language, "english", "a translation's language is its output's");
+    assert.equal(v.text, ENGLISH);
     const bad = await post(s.url, {
       file: new Blob([await fixture("wav")]),
-      model: "whisper-1",
+      model: MULTI,
       language: "en",
     }, "/v1/audio/translations");
     assert.equal(bad.status, 400);
     assert.equal(errorOf(await bad.json()).param, "language");
+  } finally {
+    await s.close();
+  }
+});
+
+interface Verbose {
+  task: string;
+  language: string;
+  text: string;
+  segments: { seek: number; start: number; end: number; temperature: number; avg_logprob: number }[];
+}
+
+Deno.test("multilingual model: detection, language, prompt and translate give their planted outputs", async (t) => {
+  const s = await start();
+  try {
+    const wav = await fixture("wav");
+    const file = () => toFile(wav, "speech.wav", { type: "audio/wav" });
+    const verbose = async (extra: Record<string, unknown>, path: "transcriptions" | "translations") =>
+      await s.client.audio[path].create({
+        file: await file(),
+        model: MULTI,
+        response_format: "verbose_json",
+        ...extra,
+      } as never) as unknown as Verbose;
+
+    await t.step("no language: whisper detects German and transcribes the German sentence", async () => {
+      const v = await verbose({}, "transcriptions");
+      assert.equal(v.language, "german");
+      assert.equal(v.text, GERMAN);
+      assert.deepEqual(v.segments.map((x) => [x.seek, x.start, x.end, x.temperature]), [[0, 0, 2, 0]]);
+    });
+
+    await t.step("language is used as given (detection skipped) and named in verbose_json", async () => {
+      const v = await verbose({ language: "fr" }, "transcriptions");
+      assert.equal(v.language, "french");
+      assert.equal(v.text, GERMAN);
+      const de = await s.client.audio.transcriptions.create({
+        file: await file(),
+        model: MULTI,
+        language: "de",
+      });
+      assert.equal(de.text, GERMAN);
+    });
+
+    await t.step("a prompt reaches the decoder and changes what it writes", async () => {
+      const v = await verbose({ prompt: "Grüß Gott." }, "transcriptions");
+      assert.equal(v.text, PROMPTED);
+      assert.deepEqual(v.segments.map((x) => [x.seek, x.start, x.end]), [[0, 0.02, 2.02]]);
+    });
+
+    await t.step(
+      "translate writes the English sentence after whisper's real temperature fallback",
+      async () => {
+        const v = await verbose({}, "translations");
+        assert.equal(v.text, ENGLISH);
+        // At temperature 0 the decode fails whisper's log-probability check; the kept decode is the 0.2 one.
+        assert.deepEqual(v.segments.map((x) => x.temperature), [FALLBACK_TEMPERATURE]);
+        // avg_logprob is the kept decode's, over its text tokens: about -0.01. Averaged over the closing timestamp
+        // too (log-probability about -0.4 in this decode) it would be about -0.08.
+        const avg = v.segments[0].avg_logprob;
+        assert.ok(avg > -0.04 && avg < 0, `avg_logprob of the kept decode's text tokens: ${avg}`);
+        const warm = await verbose({ temperature: 0.4 }, "translations");
+        assert.equal(warm.text, ENGLISH);
+        assert.deepEqual(
+          warm.segments.map((x) => x.temperature),
+          [0.4],
+          "a decode that passes keeps its own",
+        );
+      },
+    );
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("English-only model: translation and other languages are 400s, not English passed off", async () => {
+  const s = await start();
+  try {
+    const wav = new Blob([await fixture("wav")]);
+    const translated = await post(s.url, { file: wav, model: "whisper-tiny-test" }, "/v1/audio/translations");
+    assert.equal(translated.status, 400);
+    const e = errorOf(await translated.json());
+    assert.equal(e.param, "model");
+    assert.match(e.message, /English-only/);
+    const german = await post(s.url, { file: wav, model: "whisper-tiny-test", language: "de" });
+    assert.equal(german.status, 400);
+    assert.equal(errorOf(await german.json()).param, "language");
+    const english = await post(s.url, { file: wav, model: "whisper-tiny-test", language: "en" });
+    assert.equal(english.status, 200);
+    assert.equal((await english.json()).text, SENTENCE);
   } finally {
     await s.close();
   }

@@ -1,10 +1,11 @@
-// Generates ggml whisper models that whisper.cpp 1.9.1 loads and runs: the real tiny.en header (hparams, mel
+// Generates ggml whisper models that whisper.cpp 1.9.1 loads and runs: a real header (tiny.en here, hparams, mel
 // filters, vocab) from ../shared/data/whisper/for-tests-ggml-tiny.en.bin plus every tensor the loader in
 // whisper.cpp's src/whisper.cpp expects, with its name, shape and type. Weights are seeded random, except that the
 // decoder is wired so greedy decoding emits a fixed script (see README "Generated whisper models"): the first MLP
 // of the decoder maps each script token's embedding to the embedding of the token after it, so the transcript is
-// known in advance whatever the audio, and decoding stops after a handful of tokens.
-// `generate(outDir)` makes the test model; `--bench tiny.en,base.en` makes full-size benchmark variants.
+// known in advance whatever the audio, and decoding stops after a handful of tokens. Links may also read the
+// position (the prompt test) or come with decoys (a real temperature fallback): see whisper_multi.ts.
+// `generate(outDir)` makes the English-only test model; `--bench tiny.en,base.en` makes full-size benchmark variants.
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -94,15 +95,52 @@ export function parseHeader(bytes: Uint8Array): Header {
   return { hparams, filters, vocab };
 }
 
-/** Special token ids of an English-only vocabulary (whisper.cpp's whisper_vocab defaults). */
-export const EN = { eot: 50256, sot: 50257, prev: 50360, nosp: 50361, not: 50362, beg: 50363 } as const;
+/** Special token ids of a vocabulary (whisper.cpp's whisper_vocab). */
+export interface Specials {
+  eot: number;
+  sot: number;
+  translate: number;
+  transcribe: number;
+  prev: number;
+  nosp: number;
+  not: number;
+  beg: number;
+}
 
-export function timestampToken(seconds: number): number {
+/** English-only ids (whisper.cpp's defaults). */
+export const EN: Specials = {
+  eot: 50256,
+  sot: 50257,
+  translate: 50357,
+  transcribe: 50358,
+  prev: 50360,
+  nosp: 50361,
+  not: 50362,
+  beg: 50363,
+};
+
+/** Multilingual ids: every special token moves up by one (the 99 languages sit between sot and translate). */
+export const MULTI: Specials = Object.fromEntries(
+  Object.entries(EN).map(([k, v]) => [k, v + 1]),
+) as unknown as Specials;
+
+/** The language token of whisper.cpp's language id (0 en, 1 zh, 2 de, ...) in a multilingual vocabulary. */
+export function languageToken(langId: number): number {
+  return MULTI.sot + 1 + langId;
+}
+
+export function specialsOf(hp: Hparams): Specials {
+  if (hp.nVocab === 51864) return EN;
+  if (hp.nVocab === 51865) return MULTI;
+  throw new Error(`unsupported vocabulary size ${hp.nVocab} (tiny/base/small-style 51864 or 51865 only)`);
+}
+
+export function timestampToken(seconds: number, sp: Specials = EN): number {
   const steps = Math.round(seconds / 0.02);
   if (Math.abs(steps * 0.02 - seconds) > 1e-6 || steps < 0 || steps > 1500) {
     throw new Error(`timestamp ${seconds} s is not a multiple of 20 ms within 30 s`);
   }
-  return EN.beg + steps;
+  return sp.beg + steps;
 }
 
 /** Greedy longest-match tokenization over the byte vocabulary; enough for scripts of common words. */
@@ -130,17 +168,56 @@ export function tokenize(vocab: Uint8Array[], text: string): number[] {
   return out;
 }
 
-/** The token sequence greedy decoding should produce after <|startoftranscript|>, ending with <|endoftext|>. */
-export function scriptTokens(vocab: Uint8Array[], script: ScriptSegment[]): number[] {
+/** The token sequence greedy decoding should produce after the prompt, ending with <|endoftext|>. */
+export function scriptTokens(vocab: Uint8Array[], script: ScriptSegment[], sp: Specials = EN): number[] {
   const seq: number[] = [];
   for (const seg of script) {
-    seq.push(timestampToken(seg.t0), ...tokenize(vocab, seg.text), timestampToken(seg.t1));
+    seq.push(timestampToken(seg.t0, sp), ...tokenize(vocab, seg.text), timestampToken(seg.t1, sp));
   }
-  seq.push(EN.eot);
-  const seen = new Set([EN.sot, ...seq]);
+  seq.push(sp.eot);
+  const seen = new Set([sp.sot, ...seq]);
   // Each token picks its successor, so none may appear twice (nor be <|startoftranscript|>).
   if (seen.size !== seq.length + 1) throw new Error("script tokens must be unique");
   return seq;
+}
+
+/**
+ * One rule of the decoder's wiring: when the current token is `from` (at the task token's position when
+ * `at` is "task", after it when "later", anywhere when unset), the next token is `to`.
+ */
+export interface Link {
+  from: number;
+  to: number;
+  at?: "task" | "later";
+  /**
+   * Tokens whose logits are made `weight` times `to`'s (exactly, before the other layers' small noise): `to`
+   * stays first but with a low probability, so a decode at temperature 0 fails whisper's average
+   * log-probability check (-1) and whisper retries at 0.2, where the scaled logits make `to` near certain.
+   */
+  decoys?: { ids: number[]; weight: number };
+}
+
+/** The links that make greedy decoding follow `seq` once `first` is the current token. */
+export function chainOf(
+  first: number,
+  seq: number[],
+  at?: Link["at"],
+  decoys?: (to: number) => Link["decoys"],
+): Link[] {
+  const link = (from: number, to: number): Link => ({ from, to, ...(decoys ? { decoys: decoys(to) } : {}) });
+  const links: Link[] = [{ ...link(first, seq[0]), ...(at ? { at } : {}) }];
+  for (let i = 1; i < seq.length; i++) links.push(link(seq[i - 1], seq[i]));
+  return links;
+}
+
+function checkLinks(links: Link[]): void {
+  const keys = new Set(links.map((l) => `${l.from}@${l.at ?? "any"}`));
+  if (keys.size !== links.length) throw new Error("each token may lead to one successor only (per position)");
+  for (const l of links) {
+    if (l.at && links.some((o) => o.from === l.from && !o.at)) {
+      throw new Error(`token ${l.from} has both a positional and an unconditional successor`);
+    }
+  }
 }
 
 /** xorshift32: tiny, fast and identical everywhere, so generated files are byte-for-byte reproducible. */
@@ -220,7 +297,7 @@ const WEIGHT_STD = 0.02;
 const QUIET_STD = 0.002;
 
 /** Every tensor in the loader's order, produced lazily so only one is in memory at a time. */
-function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
+function* tensors(hp: Hparams, links: Link[]): Generator<Tensor> {
   const a = hp.nAudioState, t = hp.nTextState, mels = hp.nMels;
   const w = (name: string, ne: number[], std = WEIGHT_STD): Tensor => ({
     name,
@@ -246,7 +323,9 @@ function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
   yield v("encoder.ln_post.bias", [a], 0);
   for (let i = 0; i < hp.nAudioLayer; i++) yield* block(`encoder.blocks.${i}`, a, false);
 
-  yield v("decoder.positional_embedding", [t, hp.nTextCtx]);
+  const pos = v("decoder.positional_embedding", [t, hp.nTextCtx]);
+  if (links.some((l) => l.at)) markTaskPosition(pos.data, t);
+  yield pos;
   const te = random("decoder.token_embedding.weight", t * hp.nVocab, EMBED_STD);
   // The MLP reads the F16-rounded embeddings, so detect with exactly those.
   const teRounded = new Float32Array(Float16Array.from(te));
@@ -256,9 +335,9 @@ function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
   for (let i = 0; i < hp.nTextLayer; i++) {
     const p = `decoder.blocks.${i}`;
     for (const x of block(p, t, true)) {
-      if (i === 0 && x.name.endsWith("mlp.0.weight")) yield chainIn(x, teRounded, chain, t);
-      else if (i === 0 && x.name.endsWith("mlp.0.bias")) yield chainBias(x, chain);
-      else if (i === 0 && x.name.endsWith("mlp.2.weight")) yield chainOut(x, teRounded, chain, t);
+      if (i === 0 && x.name.endsWith("mlp.0.weight")) yield chainIn(x, teRounded, links, t);
+      else if (i === 0 && x.name.endsWith("mlp.0.bias")) yield chainBias(x, links);
+      else if (i === 0 && x.name.endsWith("mlp.2.weight")) yield chainOut(x, teRounded, links, t);
       else yield x;
     }
   }
@@ -286,11 +365,36 @@ function* tensors(hp: Hparams, chain: [number, number][]): Generator<Tensor> {
   }
 }
 
-// Hidden unit k of the first decoder MLP fires only on token chain[k][0]: its input weights are that token's
+// Hidden unit k of the first decoder MLP fires only on links[k].from: its input weights are that token's
 // unit embedding (after the layer norm, the dot product is about sqrt(n) for it and near 0 for any other token)
-// and its bias sits halfway. Its output weights add GAIN x the embedding of chain[k][1] and remove the input's,
-// so the final layer norm and the tied output projection rank chain[k][1] first by a wide margin.
+// and its bias sits halfway. Its output weights add GAIN x the embedding of links[k].to and remove the input's,
+// so the final layer norm and the tied output projection rank links[k].to first by a wide margin.
 const DETECT_HALF = 0.5;
+
+// Position-dependent links (the prompt test: the task token sits at position 2 without a prompt and later with
+// one) read a direction D that the positional embedding adds at TASK_POSITION and subtracts after it. Their
+// units weigh the token's embedding plus or minus D and fire only above POSITIONAL_THRESHOLD, which needs both.
+const TASK_POSITION = 2;
+/** Length of D in the residual stream, about 0.6x a token embedding's. */
+const POSITION_GAIN = 1.2;
+const POSITIONAL_THRESHOLD = 1.0;
+/** A positional unit's activation (in sqrt(n)) when both its token and its position are present. */
+const POSITIONAL_ACTIVE = 0.37;
+
+function direction(n: number): Float32Array {
+  const d = random("decoder.task_position_direction", n, 1);
+  const mean = d.reduce((s, x) => s + x, 0) / n;
+  const norm = Math.sqrt(d.reduce((s, x) => s + (x - mean) ** 2, 0));
+  return d.map((x) => (x - mean) / norm);
+}
+
+function markTaskPosition(pos: Float32Array, n: number): void {
+  const d = direction(n);
+  for (let p = TASK_POSITION; p < pos.length / n; p++) {
+    const sign = p === TASK_POSITION ? 1 : -1;
+    for (let i = 0; i < n; i++) pos[p * n + i] += sign * POSITION_GAIN * d[i];
+  }
+}
 
 function unit(te: Float32Array, id: number, n: number): Float32Array {
   const row = te.slice(id * n, (id + 1) * n);
@@ -301,40 +405,94 @@ function unit(te: Float32Array, id: number, n: number): Float32Array {
   return row.map((x) => x / norm);
 }
 
-function chainIn(x: Tensor, te: Float32Array, chain: [number, number][], n: number): Tensor {
+function chainIn(x: Tensor, te: Float32Array, links: Link[], n: number): Tensor {
   const data = new Float32Array(x.data.length); // other units stay silent
-  chain.forEach(([from], k) => data.set(unit(te, from, n), k * n));
-  return { ...x, data };
-}
-
-function chainBias(x: Tensor, chain: [number, number][]): Tensor {
-  const n = x.data.length / 4;
-  const data = new Float32Array(x.data.length).fill(-1);
-  chain.forEach((_, k) => data[k] = -DETECT_HALF * Math.sqrt(n));
-  return { ...x, data };
-}
-
-function chainOut(x: Tensor, te: Float32Array, chain: [number, number][], n: number): Tensor {
-  const hidden = 4 * n;
-  const data = new Float32Array(x.data.length);
-  const active = (1 - DETECT_HALF) * Math.sqrt(n); // the unit's activation when its token is the input
-  chain.forEach(([from, to], k) => {
-    for (let i = 0; i < n; i++) data[i * hidden + k] = (GAIN * te[to * n + i] - te[from * n + i]) / active;
+  const d = direction(n);
+  links.forEach(({ from, at }, k) => {
+    const w = unit(te, from, n);
+    if (at) {
+      const sign = at === "task" ? 1 : -1;
+      for (let i = 0; i < n; i++) w[i] += sign * d[i];
+    }
+    data.set(w, k * n);
   });
   return { ...x, data };
 }
 
+function chainBias(x: Tensor, links: Link[]): Tensor {
+  const n = x.data.length / 4;
+  const data = new Float32Array(x.data.length).fill(-1);
+  links.forEach(({ at }, k) => data[k] = -(at ? POSITIONAL_THRESHOLD : DETECT_HALF) * Math.sqrt(n));
+  return { ...x, data };
+}
+
+function chainOut(x: Tensor, te: Float32Array, links: Link[], n: number): Tensor {
+  const hidden = 4 * n;
+  const data = new Float32Array(x.data.length);
+  links.forEach(({ from, to, at, decoys }, k) => {
+    // the unit's activation when its token (and position) is the input
+    const active = (at ? POSITIONAL_ACTIVE : 1 - DETECT_HALF) * Math.sqrt(n);
+    const target = decoys ? decoyTarget(te, to, decoys, n) : te.subarray(to * n, (to + 1) * n);
+    for (let i = 0; i < n; i++) data[i * hidden + k] = (GAIN * target[i] - te[from * n + i]) / active;
+  });
+  return { ...x, data };
+}
+
+/** An English-only model that transcribes `script` whatever the audio. */
+/**
+ * The direction whose dot product with each decoy's embedding is `weight` times its dot product with `to`'s:
+ * the least-norm solution of E t = b (E: the embeddings as rows, b = (1, weight, ...)), scaled to the length
+ * of `to`'s embedding so it drives the logits like a plain link.
+ */
+function decoyTarget(
+  te: Float32Array,
+  to: number,
+  decoys: NonNullable<Link["decoys"]>,
+  n: number,
+): Float32Array {
+  const ids = [to, ...decoys.ids];
+  const rows = ids.map((id) => Float64Array.from(te.subarray(id * n, (id + 1) * n)));
+  // Gram system G y = b, then t = E^T y; G is small (m x m) and well conditioned (random embeddings).
+  const g = rows.map((a) => rows.map((b) => a.reduce((s, x, i) => s + x * b[i], 0)));
+  const y = solve(g, ids.map((_, i) => (i === 0 ? 1 : decoys.weight)));
+  const t = new Float64Array(n);
+  rows.forEach((r, j) => r.forEach((x, i) => t[i] += y[j] * x));
+  const scale = Math.hypot(...rows[0]) / Math.hypot(...t);
+  return Float32Array.from(t, (x) => x * scale);
+}
+
+/** Gaussian elimination with partial pivoting. */
+function solve(a: number[][], b: number[]): number[] {
+  const m = b.length, x = a.map((r, i) => [...r, b[i]]);
+  for (let c = 0; c < m; c++) {
+    const p = x.reduce((best, r, i) => (i >= c && Math.abs(r[c]) > Math.abs(x[best][c]) ? i : best), c);
+    [x[c], x[p]] = [x[p], x[c]];
+    for (let r = 0; r < m; r++) {
+      if (r === c) continue;
+      const f = x[r][c] / x[c][c];
+      for (let k = c; k <= m; k++) x[r][k] -= f * x[c][k];
+    }
+  }
+  return x.map((r, i) => r[m] / r[i]);
+}
+
 export async function writeModel(path: string, header: Header, script: ScriptSegment[]): Promise<void> {
+  if (header.hparams.nVocab !== 51864) {
+    throw new Error("writeModel takes an English-only (tiny.en-style) header");
+  }
+  await writeLinked(path, header, chainOf(EN.sot, scriptTokens(header.vocab, script)));
+}
+
+/** A model whose decoder follows `links` (see Link). */
+export async function writeLinked(path: string, header: Header, links: Link[]): Promise<void> {
   const hp = header.hparams;
-  if (hp.nVocab !== 51864) throw new Error("only English-only (tiny.en-style) vocabularies are supported");
-  const seq = scriptTokens(header.vocab, script);
-  const chain: [number, number][] = [[EN.sot, seq[0]]];
-  for (let i = 1; i < seq.length; i++) chain.push([seq[i - 1], seq[i]]);
-  if (chain.length > 4 * hp.nTextState) throw new Error("script too long for the decoder MLP");
+  specialsOf(hp);
+  checkLinks(links);
+  if (links.length > 4 * hp.nTextState) throw new Error("script too long for the decoder MLP");
   const file = await Deno.open(path, { write: true, create: true, truncate: true });
   try {
     await writeAll(file, headerBytes(header));
-    for (const t of tensors(hp, chain)) for (const part of encodeTensor(t)) await writeAll(file, part);
+    for (const t of tensors(hp, links)) for (const part of encodeTensor(t)) await writeAll(file, part);
   } finally {
     file.close();
   }
@@ -344,8 +502,8 @@ async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
   for (let off = 0; off < bytes.length;) off += await file.write(bytes.subarray(off));
 }
 
-export async function readHeader(): Promise<Header> {
-  return parseHeader(await Deno.readFile(HEADER_PATH));
+export async function readHeader(path = HEADER_PATH): Promise<Header> {
+  return parseHeader(await Deno.readFile(path));
 }
 
 /** Contract of tools/ensure_models.ts: the tiny.en-shaped test model. */

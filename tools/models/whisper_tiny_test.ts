@@ -2,9 +2,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   benchHparams,
+  chainOf,
   EN,
   generate,
+  languageToken,
   MODEL_FILE,
+  MULTI,
   parseHeader,
   readHeader,
   scriptTokens,
@@ -45,6 +48,17 @@ Deno.test("whisper_tiny: the header is the real tiny.en one; scripts tokenize to
   assert.throws(() => timestampToken(0.01), /multiple of 20 ms/);
   assert.throws(() => scriptTokens(h.vocab, [{ t0: 0, t1: 1, text: " the the" }]), /unique/);
   assert.deepEqual(benchHparams("base.en", h.hparams).nAudioState, 512);
+  // Multilingual ids sit one higher; the languages come right after <|startoftranscript|>.
+  assert.deepEqual([MULTI.eot, MULTI.sot, MULTI.translate, MULTI.transcribe, MULTI.beg], [
+    50257,
+    50258,
+    50358,
+    50359,
+    50364,
+  ]);
+  assert.equal(languageToken(2), 50261); // <|de|>
+  assert.equal(timestampToken(0.02, MULTI), 50365);
+  assert.deepEqual(chainOf(7, [8, 9], "task"), [{ from: 7, to: 8, at: "task" }, { from: 8, to: 9 }]);
   assert.equal(benchHparams("base.en", h.hparams).nTextLayer, 6);
 });
 
@@ -75,4 +89,16 @@ Deno.test("whisper_tiny: generate() writes every tensor the loader expects, dete
     await Deno.remove(a, { recursive: true });
     await Deno.remove(b, { recursive: true });
   }
+});
+
+Deno.test("whisper_multi: the multilingual header, three scripts with no token in common", async () => {
+  const { MULTI_HEADER_PATH, GERMAN_SCRIPT, PROMPTED_SCRIPT, ENGLISH_SCRIPT } = await import(
+    "./whisper_multi.ts"
+  );
+  const h = await readHeader(MULTI_HEADER_PATH);
+  assert.equal(h.hparams.nVocab, 51865);
+  const all = [GERMAN_SCRIPT, PROMPTED_SCRIPT, ENGLISH_SCRIPT].map((s) => scriptTokens(h.vocab, s, MULTI));
+  const sources = all.flatMap((seq) => seq.slice(0, -1));
+  assert.equal(new Set(sources).size, sources.length, "each token leads to one successor");
+  assert.ok(all.every((seq) => seq.at(-1) === MULTI.eot));
 });

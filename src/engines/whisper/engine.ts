@@ -55,11 +55,7 @@ export class WhisperEngine implements TranscriptionEngine {
   ) {
     const w = lib.whisper;
     this.multilingual = w.whisper_is_multilingual(ctx) !== 0;
-    const langs = new Map<string, string>();
-    for (let id = 0; id <= w.whisper_lang_max_id(); id++) {
-      langs.set(readCstr(w.whisper_lang_str(id)), readCstr(w.whisper_lang_str_full(id)));
-    }
-    this.languages = langs;
+    this.languages = languagesOf(lib, ctx, this.multilingual);
     this.#eot = w.whisper_token_eot(ctx);
     const type = readCstr(w.whisper_model_type_readable(ctx));
     this.backend = `whisper.cpp ${type}${this.multilingual ? "" : ".en"}, ${options.threads} threads`;
@@ -97,8 +93,8 @@ export class WhisperEngine implements TranscriptionEngine {
         const t = pieces ? toOriginal(cs * CS, pieces) : cs * CS;
         return round2(Math.min(duration, Math.max(0, t)));
       };
-      await this.#run(slot, input, opts, at, signal, onSegment);
-      return this.#read(slot, opts, duration, at);
+      const windows = await this.#run(slot, input, opts, at, signal, onSegment);
+      return this.#read(slot, opts, duration, at, windows);
     } finally {
       this.#pool.release(slot);
     }
@@ -167,7 +163,7 @@ export class WhisperEngine implements TranscriptionEngine {
     at: (cs: number) => number,
     signal: AbortSignal | undefined,
     onSegment: ((s: PartialSegment) => void) | undefined,
-  ): Promise<void> {
+  ): Promise<WindowOf[]> {
     signal?.throwIfAborted();
     const { shim } = this.lib;
     const o = new DataView(new ArrayBuffer(OPTIONS_SIZE));
@@ -218,13 +214,25 @@ export class WhisperEngine implements TranscriptionEngine {
       }
       if (rc !== 0) throw new Error(`whisper_full failed with code ${rc}`);
       flush();
+      const windows: WindowOf[] = [];
+      const meta = new Float64Array(2);
+      for (let i = 0; shim.wshim_job_segment_meta(job, i, meta) === 0; i++) {
+        windows.push({ seek: meta[0], temperature: round2(meta[1]) });
+      }
+      return windows;
     } finally {
       signal?.removeEventListener("abort", abort);
       shim.wshim_job_free(job);
     }
   }
 
-  #read(slot: Slot, opts: TranscribeOptions, duration: number, at: (cs: number) => number): Transcript {
+  #read(
+    slot: Slot,
+    opts: TranscribeOptions,
+    duration: number,
+    at: (cs: number) => number,
+    windows: WindowOf[],
+  ): Transcript {
     const { whisper: w, shim } = this.lib;
     const state = slot.state;
     const n = w.whisper_full_n_segments_from_state(state);
@@ -233,13 +241,15 @@ export class WhisperEngine implements TranscriptionEngine {
     const td = new Float64Array(8);
     for (let i = 0; i < n; i++) {
       const tokens: number[] = [];
-      let logprob = 0;
+      let logprob = 0, textTokens = 0;
       const nt = w.whisper_full_n_tokens_from_state(state, i);
       for (let j = 0; j < nt; j++) {
         shim.wshim_token(state, i, j, td);
         const id = td[0];
         tokens.push(id);
-        logprob += td[3];
+        // The text's own tokens: timestamps and other special tokens (ids from <|endoftext|> up) say nothing
+        // about how sure whisper was of the words.
+        if (id < this.#eot) [logprob, textTokens] = [logprob + td[3], textTokens + 1];
         if (opts.wordTimestamps && id < this.#eot) {
           const text = readCstr(w.whisper_full_get_token_text_from_state(this.ctx, state, i, j));
           timed.push({ text, start: at(td[6]), end: at(td[7]) });
@@ -250,9 +260,13 @@ export class WhisperEngine implements TranscriptionEngine {
         end: at(Number(w.whisper_full_get_segment_t1_from_state(state, i))),
         text: readCstr(w.whisper_full_get_segment_text_from_state(state, i)),
         tokens,
-        avgLogprob: nt ? logprob / nt : 0,
+        avgLogprob: textTokens ? logprob / textTokens : 0,
         noSpeechProb: w.whisper_full_get_segment_no_speech_prob_from_state(state, i),
-        temperature: opts.temperature,
+        // What whisper used: the window's start (seconds, mapped back like the times) and the temperature of
+        // the decode it kept; the requested ones only if the shim missed the segment (out of memory).
+        // Times map back like the segments' (VAD), so a window of joined speech seeks into the original.
+        seek: Math.round(100 * at(windows[i]?.seek ?? 0)),
+        temperature: windows[i]?.temperature ?? opts.temperature,
       });
     }
     let language = this.#language(opts);
@@ -268,6 +282,27 @@ export class WhisperEngine implements TranscriptionEngine {
       ...(opts.wordTimestamps ? { words: tokensToWords(timed) } : {}),
     };
   }
+}
+
+/** Where a segment's 30 s window started (centiseconds) and the temperature its decode used. */
+interface WindowOf {
+  seek: number;
+  temperature: number;
+}
+
+/**
+ * code -> name of the languages the model can be told to speak: English alone for a .en model; otherwise
+ * whisper.cpp's table cut to the language tokens the vocabulary has (99 before large-v3, 100 from it).
+ */
+function languagesOf(lib: WhisperLib, ctx: Deno.PointerObject, multilingual: boolean): Map<string, string> {
+  const w = lib.whisper;
+  if (!multilingual) return new Map([["en", "english"]]);
+  const tokens = w.whisper_model_n_vocab(ctx) - 51765 - 1;
+  const langs = new Map<string, string>();
+  for (let id = 0; id <= Math.min(w.whisper_lang_max_id(), tokens - 1); id++) {
+    langs.set(readCstr(w.whisper_lang_str(id)), readCstr(w.whisper_lang_str_full(id)));
+  }
+  return langs;
 }
 
 function round2(x: number): number {

@@ -15,6 +15,7 @@ const SHIM = {
   wshim_job_abort: { parameters: ["pointer"], result: "void" },
   wshim_job_n_segments: { parameters: ["pointer"], result: "i32" },
   wshim_job_segment: { parameters: ["pointer", "i32", "buffer", "i32", "buffer"], result: "i32" },
+  wshim_job_segment_meta: { parameters: ["pointer", "i32", "buffer"], result: "i32" },
   wshim_options_size: { parameters: [], result: "i32" },
   wshim_full: {
     parameters: ["pointer", "pointer", "pointer", "buffer", "buffer", "buffer", "buffer", "i32"],
@@ -39,6 +40,7 @@ const WHISPER = {
   whisper_is_multilingual: { parameters: ["pointer"], result: "i32" },
   whisper_model_type_readable: { parameters: ["pointer"], result: "pointer" },
   whisper_lang_max_id: { parameters: [], result: "i32" },
+  whisper_model_n_vocab: { parameters: ["pointer"], result: "i32" },
   whisper_lang_str: { parameters: ["i32"], result: "pointer" },
   whisper_lang_str_full: { parameters: ["i32"], result: "pointer" },
   whisper_token_eot: { parameters: ["pointer"], result: "i32" },
