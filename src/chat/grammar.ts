@@ -1,6 +1,7 @@
 // Owns what a chat job's output must follow, compiled into grammars for the constraint (constrain/):
 // response_format (json_object: any JSON object; json_schema: a document valid against the schema, strict
-// or not) and forced tool calls in the model's own tool-call format. strict defaults to false as in OpenAI:
+// or not), forced tool calls in the model's own tool-call format, and under tool_choice auto either calls or the
+// response_format document as one grammar. strict defaults to false as in OpenAI:
 // keywords the grammar cannot enforce are then ignored (and logged); with strict true they are refused naming
 // the keyword and where it is. A schema the compiler cannot take for any reason is the request's fault:
 // always InvalidRequest (a 400) naming where the schema was given, never a 500.
@@ -9,6 +10,7 @@ import { InvalidRequest } from "../errors.ts";
 import type { ChatResponseFormat, ChatToolDecl, ChatToolPlan } from "../engines/types.ts";
 import {
   compileJsonSchema,
+  type DocumentAlternative,
   type Grammar,
   jsonObjectGrammar,
   SchemaError,
@@ -67,16 +69,56 @@ export function checkTools(decls: ChatToolDecl[]): void {
 /** The grammar of a forced call in the model's tool-call format; InvalidRequest naming the tool whose schema fails. */
 export function forcedCallGrammar(plan: ChatToolPlan, format: ToolCallFormat): Grammar {
   const forced = plan.forced!;
-  const specs: ToolSpec[] = forced.tools.map(({ tool }) => ({
+  return callsGrammar(plan, forced.tools, { parallel: forced.parallel, format });
+}
+
+/**
+ * tool_choice auto with response_format: the reply is either calls of the offered tools or a document in the
+ * format, one grammar (OpenAI documents both as possible; neither is dropped). Null when no tool is offered.
+ */
+export function callOrResponseGrammar(
+  plan: ChatToolPlan,
+  format: ToolCallFormat,
+  responseFormat: ChatResponseFormat,
+  log?: Logger,
+): Grammar | null {
+  const offered = new Set(plan.offered?.map((t) => t.name));
+  const decls = plan.declared.filter((d) => offered.has(d.tool.name));
+  if (!decls.length || plan.maxCalls === 0) return null;
+  const document = responseFormat.type === "json_object"
+    ? { schema: true }
+    : { schema: responseFormat.schema, strict: responseFormat.strict };
+  const grammar = callsGrammar(plan, decls, { parallel: plan.maxCalls > 1, format }, {
+    document,
+    param: responseFormat.type === "json_schema"
+      ? responseFormat.param ?? RESPONSE_SCHEMA_PARAM
+      : "response_format",
+  });
+  if (grammar.ignored.length) {
+    log?.debug("json_schema keywords not enforced (strict is false)", {
+      keywords: grammar.ignored.map((i) => `${i.keyword} at ${i.path}`),
+    });
+  }
+  return grammar;
+}
+
+function callsGrammar(
+  plan: ChatToolPlan,
+  decls: ChatToolDecl[],
+  opts: { parallel: boolean; format: ToolCallFormat },
+  withDocument?: { document: DocumentAlternative; param: string },
+): Grammar {
+  const specs: ToolSpec[] = decls.map(({ tool }) => ({
     name: tool.name,
     ...(tool.parameters !== undefined ? { parameters: tool.parameters } : {}),
     strict: tool.strict === true,
   }));
   try {
-    return toolCallGrammar(specs, { parallel: forced.parallel, format });
+    return toolCallGrammar(specs, opts, withDocument?.document);
   } catch (e) {
     const index = (e as { tool?: number }).tool;
-    const decl = index !== undefined ? forced.tools[index] : undefined;
+    if (index === undefined && withDocument) throw schemaError(e, withDocument.param, "response_format");
+    const decl = index !== undefined ? decls[index] : undefined;
     throw schemaError(e, decl?.param ?? plan.param, `function '${decl?.tool.name ?? "?"}'`);
   }
 }

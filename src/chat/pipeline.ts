@@ -19,7 +19,7 @@ import type {
   SequenceId,
 } from "../engines/types.ts";
 import { BudgetedConstraint, vocabIndexOf } from "./constraint.ts";
-import { checkTools, forcedCallGrammar, responseGrammar } from "./grammar.ts";
+import { callOrResponseGrammar, checkTools, forcedCallGrammar, responseGrammar } from "./grammar.ts";
 import { ChoiceOutput } from "./output.ts";
 import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "./sampler.ts";
 import { IncrementalDecoder, StopFilter } from "./text.ts";
@@ -50,8 +50,10 @@ interface Plugins {
 }
 
 /**
- * The constraint (a forced call, else response_format) and the parser that reads calls out of the output.
- * Under response_format the reply is the JSON document: nothing in it is read as a call.
+ * The constraint and the parser that reads calls out of the output. A forced call is constrained (a format
+ * then applies to the plain answer after the tool results, a later request); with tools offered under auto and
+ * a response_format, the output is calls or the document, one grammar, and calls are read out of it; with a
+ * response_format alone the reply is the JSON document and nothing in it is read as a call.
  */
 function plugins(
   backend: ChatBackend,
@@ -62,8 +64,13 @@ function plugins(
 ): Plugins {
   const { tools } = job;
   const format = detectToolFormat(backend.chatTemplate);
-  const grammar = tools.forced ? forcedCallGrammar(tools, format) : responseGrammar(job.responseFormat, log);
-  const parseCalls = tools.parse && (tools.forced !== null || grammar === null);
+  const either = !tools.forced && job.responseFormat
+    ? callOrResponseGrammar(tools, format, job.responseFormat, log)
+    : null;
+  const grammar = tools.forced
+    ? forcedCallGrammar(tools, format)
+    : either ?? responseGrammar(job.responseFormat, log);
+  const parseCalls = tools.parse && (tools.forced !== null || either !== null || grammar === null);
   if (!grammar && !parseCalls) return {};
   const constraints: BudgetedConstraint[] = [];
   const out: Plugins = {};

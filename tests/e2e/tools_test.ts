@@ -10,7 +10,8 @@ import { WEATHER_TOOL } from "../support/tools.ts";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { zodFunction } from "openai/helpers/zod";
-import { expectChatBadRequest, postRaw, startTestServer, type TestServer } from "../helpers.ts";
+import { join } from "node:path";
+import { expectChatBadRequest, MODELS_DIR, postRaw, startTestServer, type TestServer } from "../helpers.ts";
 import { prng } from "../support/synthetic_vocab.ts";
 import { randomSchema, validate } from "../support/constrain_support.ts";
 
@@ -214,6 +215,99 @@ Deno.test("tool calling e2e", async (t) => {
         }
       }
       assert.ok(checked >= 12);
+    });
+
+    await t.step("response_format with tools under auto: a call or the document, one grammar", async () => {
+      const REPORT = {
+        type: "object",
+        // Closed values, so chat-tiny (which would write its greeting into any string forever) finishes.
+        properties: { answer: { enum: ["yes", "no"] }, confident: { type: "boolean" } },
+        required: ["answer", "confident"],
+        additionalProperties: false,
+      };
+      const format = {
+        type: "json_schema" as const,
+        json_schema: { name: "report", schema: REPORT, strict: true },
+      };
+      // The model calls the tool for the weather prompt: the call comes through (a schema-only grammar would
+      // have made it write a document instead, the silent drop this guards against).
+      const call = await c.chat.completions.create({
+        model: MODEL,
+        messages: ASK_WEATHER,
+        tools: [WEATHER],
+        response_format: format,
+      });
+      assert.equal(call.choices[0].finish_reason, "tool_calls");
+      assert.deepEqual(
+        call.choices[0].message.tool_calls?.map((x) => x.type === "function" ? x.function.name : x.type),
+        ["get_weather"],
+      );
+      assert.equal(call.choices[0].message.content, null);
+      const tokenizer = JSON.parse(
+        await Deno.readTextFile(join(MODELS_DIR, "generated", MODEL, "tokenizer.json")),
+      );
+      // Every token that could start the call markup (`<tool_call>` whole, or spelled from pieces).
+      const angled = [
+        ...Object.entries(tokenizer.model.vocab as Record<string, number>),
+        ...(tokenizer.added_tokens as { content: string; id: number }[]).map((x) =>
+          [x.content, x.id] as const
+        ),
+      ].filter(([text]) => text.startsWith("<"));
+      const noCall = Object.fromEntries(angled.map(([, id]) => [String(id), -100]));
+      // Where the model does not call: chat-tiny's free text fits neither branch, so which one it enters is its
+      // first-token noise (here the call). A bias against `<` leaves the document branch: the answer
+      // is then a document valid against the schema (a calls-only grammar would still force the call).
+      for (const stream of [false, true]) {
+        let content = "";
+        let finish: string | null = null;
+        if (stream) {
+          for (
+            const e of await sse(s, {
+              messages: HI,
+              tools: [TIME],
+              response_format: format,
+              max_tokens: 60,
+              logit_bias: noCall,
+            })
+          ) {
+            const ch = (e.choices as Json[])[0];
+            if (!ch) continue;
+            content += ((ch.delta as Json).content as string | undefined) ?? "";
+            finish = (ch.finish_reason as string | null) ?? finish;
+            assert.equal((ch.delta as Json).tool_calls, undefined);
+          }
+        } else {
+          const r = await c.chat.completions.create({
+            model: MODEL,
+            messages: HI,
+            tools: [TIME],
+            response_format: format,
+            max_tokens: 60,
+            logit_bias: noCall,
+          });
+          content = r.choices[0].message.content ?? "";
+          finish = r.choices[0].finish_reason;
+        }
+        assert.equal(finish, "stop", content);
+        assert.equal(validate(REPORT, JSON.parse(content)), null, content);
+      }
+      // json_object is a document alternative too.
+      const obj = await c.chat.completions.create({
+        model: MODEL,
+        messages: HI,
+        tools: [TIME],
+        response_format: { type: "json_object" },
+        max_tokens: 60,
+        logit_bias: noCall,
+      });
+      const parsed = JSON.parse(obj.choices[0].message.content ?? "");
+      assert.ok(parsed && typeof parsed === "object" && !Array.isArray(parsed));
+      // A bad schema still names response_format's schema, a bad tool its parameters.
+      await badRequest(s, {
+        messages: HI,
+        tools: [TIME],
+        response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "nope" } } },
+      }, "response_format.json_schema.schema");
     });
 
     await t.step("allowed_tools: only the allowed ones are offered and callable", async () => {

@@ -5,6 +5,7 @@
 //   const grammar = compileJsonSchema(schema, { strict })        // throws SchemaError -> 400 naming keyword+path
 //                 | jsonObjectGrammar()
 //                 | toolCallGrammar(tools, { parallel, format })  // SchemaError.tool = index of the bad tool
+//                 | toolCallGrammar(tools, opts, { schema })     // calls, or a document (tool_choice auto)
 // Per tokenizer (built once, ~0.1 s for 49k tokens; kept while the key object lives):
 //   const index = VocabIndex.cached(tokenizer, () => ({
 //     tokens: tokenBytesFromTokenizerJson(tokenizer._tokenizerJSON),   // id -> bytes, null = never allowed
@@ -28,6 +29,11 @@ export {
   type TokenMask,
 } from "./matcher.ts";
 export { compileJsonSchema, type CompileOptions, jsonObjectGrammar, SchemaError } from "./schema.ts";
-export { toolCallGrammar, type ToolGrammarOptions, type ToolSpec } from "./tool_grammar.ts";
+export {
+  type DocumentAlternative,
+  toolCallGrammar,
+  type ToolGrammarOptions,
+  type ToolSpec,
+} from "./tool_grammar.ts";
 export { byteLevelBytes, sentencePieceBytes, tokenBytesFromTokenizerJson } from "./token_bytes.ts";
 export { VocabIndex } from "./vocab.ts";

@@ -1,7 +1,8 @@
 // Owns the grammar of forced tool calls (tool_choice "required" or a named function): the template's markup
 // around `{"name": <an offered name>, "<argsKey>": <arguments valid against that tool's parameters>}`, one
 // call or (parallel) up to `maxCalls` separated as the template separates them. The call object is one
-// alternative per tool, so once the name is chosen only that tool's parameters are allowed.
+// alternative per tool, so once the name is chosen only that tool's parameters are allowed. With a document
+// alternative (response_format under tool_choice auto) the reply is either such calls or that document.
 import { HERMES, type ToolCallFormat } from "../tools/formats.ts";
 import type { Grammar } from "./matcher.ts";
 import { type Node, NodeFactory } from "./nodes.ts";
@@ -27,13 +28,29 @@ export interface ToolGrammarOptions {
 
 const NO_ARGS = { type: "object", properties: {}, additionalProperties: false };
 
+/**
+ * Either a reply in the document's shape (response_format with tool_choice auto) or calls of the tools, as
+ * one grammar: the model picks by its first bytes, and whichever it picks is constrained to the end.
+ */
+export interface DocumentAlternative {
+  /** A JSON Schema (json_schema), or true for any JSON object (json_object). */
+  schema: unknown;
+  strict?: boolean;
+}
+
 /** Throws SchemaError (with `tool` set to the tool's index) when a tool's parameters cannot be compiled. */
-export function toolCallGrammar(tools: readonly ToolSpec[], opts: ToolGrammarOptions = {}): Grammar {
+export function toolCallGrammar(
+  tools: readonly ToolSpec[],
+  opts: ToolGrammarOptions = {},
+  document?: DocumentAlternative,
+): Grammar {
   if (tools.length === 0) throw new SchemaError("", "#", "invalid", "no tools to call");
   const format = opts.format ?? HERMES;
   const parallel = (opts.parallel ?? false) && format.parallel;
   const maxCalls = parallel ? Math.max(1, opts.maxCalls ?? 8) : 1;
-  const key = `tools|${JSON.stringify({ ...opts, format, parallel, maxCalls })}|${JSON.stringify(tools)}`;
+  const key = `tools|${JSON.stringify({ ...opts, format, parallel, maxCalls })}|${JSON.stringify(tools)}|${
+    JSON.stringify(document ?? null)
+  }`;
   return memoGrammar(key, () => {
     const f = new NodeFactory();
     const ignored = [];
@@ -70,7 +87,17 @@ export function toolCallGrammar(tools: readonly ToolSpec[], opts: ToolGrammarOpt
     const body = maxCalls > 1
       ? f.rep(one, seq([format.sep, format.open, call, format.close]), maxCalls)
       : one;
-    const root = seq([format.prefix, body, format.suffix]);
+    let root = seq([format.prefix, body, format.suffix]);
+    if (document) {
+      // Compiled on the same factory, so both alternatives live in one graph (document errors have no tool).
+      const c = new SchemaCompiler(f, document.schema, {
+        strict: document.strict ?? false,
+        whitespace: opts.whitespace,
+      });
+      const doc = document.schema === true ? c.anyObject() : c.compile(document.schema);
+      ignored.push(...c.ignored);
+      root = f.alt([root, doc]);
+    }
     return finish(f, root, ignored, () => {
       for (const [i, a] of argNodes) {
         if (a.minLen === Infinity) {

@@ -114,3 +114,31 @@ Deno.test("tool grammar: strict tools name their unsupported keyword and the too
     (e: unknown) => e instanceof SchemaError && e.tool === 1,
   );
 });
+
+Deno.test("tool grammar: with a document alternative, every walk is calls or a schema-valid document", () => {
+  const { index, byte } = sharedVocab();
+  const rand = prng(47);
+  const schema = {
+    type: "object",
+    properties: { answer: { enum: ["yes", "no"] }, n: { type: "integer" } },
+    required: ["answer", "n"],
+    additionalProperties: false,
+  };
+  const g = toolCallGrammar(TOOLS, { parallel: true, maxCalls: 2 }, { schema, strict: true });
+  const seen = { calls: 0, documents: 0 };
+  for (let i = 0; i < 60; i++) {
+    const { text } = randomWalk(g, index, byte, rand, [5, 40, 120][i % 3]);
+    if (text.startsWith("<tool_call>")) {
+      seen.calls++;
+      const r = parseToolCalls(text, HERMES);
+      assert.equal(r.content, "", text);
+      assert.ok(r.calls.length >= 1 && r.calls.length <= 2, text);
+    } else {
+      seen.documents++;
+      assert.equal(validate(schema, JSON.parse(text)), null, text);
+    }
+  }
+  assert.ok(seen.calls > 0 && seen.documents > 0, JSON.stringify(seen));
+  const any = toolCallGrammar(TOOLS, {}, { schema: true });
+  assert.ok(any.matcher(index).acceptBytes(new TextEncoder().encode('{"free": [1, 2]}')));
+});
