@@ -430,6 +430,14 @@ Deno.test("chat completions e2e", async (t) => {
         }),
       );
       assert.equal(res.status, 200, JSON.stringify(res.json));
+      // Accepted, and with their effect: the same reply as without them, and the ones that did nothing named.
+      const choices = res.json.choices as { message: { content: string } }[];
+      assert.equal(choices[0].message.content, "Hello from chat-tiny!");
+      const ignored = (res.headers.get("x-ignored-params") ?? "").split(/,\s*/);
+      for (const f of ["user", "metadata", "service_tier", "prompt_cache_key", "some_future_field"]) {
+        assert.ok(ignored.includes(f), `${f} is reported as ignored: ${ignored}`);
+      }
+      for (const f of ["stop", "seed", "store"]) assert.ok(!ignored.includes(f), f);
     });
 
     await t.step("bad input gives 400 naming the parameter", async () => {

@@ -1,7 +1,7 @@
 // Security: model ids and uploaded file names can't reach outside their folders, no URL in a request is ever
 // fetched, and API keys cover every route but the health checks.
 import assert from "node:assert/strict";
-import { errorOf, postRaw, startTestServer } from "../helpers.ts";
+import { errorOf, GENERATED_MODELS, postRaw, startTestServer } from "../helpers.ts";
 
 Deno.test("security: hostile model ids are only ever looked up, never used as paths", async () => {
   const t = await startTestServer();
@@ -30,7 +30,16 @@ Deno.test("security: URLs in requests are refused, never fetched", async () => {
     hits++;
     return new Response("x");
   });
-  const t = await startTestServer();
+  // The bait is also the hub endpoint of a model that must be downloaded, with downloads on: the control at
+  // the end shows this server process does reach the bait when a code path fetches, so zero hits from the
+  // request URLs means they were never fetched (not that nothing could be).
+  const endpoint = Deno.env.get("HF_ENDPOINT");
+  Deno.env.set("HF_ENDPOINT", `http://127.0.0.1:${bait.addr.port}`);
+  const manifest = {
+    ...GENERATED_MODELS,
+    models: { ...GENERATED_MODELS.models, "bait-remote": { task: "embedding" as const, repo: "bait/never" } },
+  };
+  const t = await startTestServer({ manifest, flags: ["--offline=false"] });
   try {
     const url = `http://127.0.0.1:${bait.addr.port}/image.png`;
     const parts = [
@@ -62,9 +71,18 @@ Deno.test("security: URLs in requests are refused, never fetched", async () => {
     await up.body?.cancel();
     await assert.rejects(Deno.stat("/tmp/owned.wav"));
     assert.equal(hits, 0, "the server fetched a URL from a request");
+    // Control: a model download does reach the bait (and fails there, a 503 for that model only).
+    const control = await postRaw(
+      `${t.url}/v1/embeddings`,
+      JSON.stringify({ model: "bait-remote", input: "x" }),
+    );
+    assert.equal(control.status, 503, JSON.stringify(control.json));
+    assert.ok(hits > 0, "the control download reached the bait");
   } finally {
     await t.close();
     await bait.shutdown();
+    if (endpoint === undefined) Deno.env.delete("HF_ENDPOINT");
+    else Deno.env.set("HF_ENDPOINT", endpoint);
   }
 });
 
