@@ -25,7 +25,13 @@ Deno.test("models: list and retrieve with the openai client, aliases resolve, un
   try {
     const list = await t.client.models.list();
     const ids = list.data.map((m) => m.id).sort();
-    assert.deepEqual(ids, ["chat-tiny", "embed-tiny", "missing-embed", "whisper-tiny-test"]);
+    assert.deepEqual(ids, [
+      "chat-tiny",
+      "embed-tiny",
+      "missing-embed",
+      "whisper-multi-test",
+      "whisper-tiny-test",
+    ]);
     for (const m of list.data) {
       assert.equal(m.object, "model");
       assert.equal(typeof m.created, "number");

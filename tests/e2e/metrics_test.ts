@@ -78,6 +78,7 @@ Deno.test("metrics: Prometheus text that parses, with request counts, latencies 
     assert.deepEqual(loaded.map((s) => s.labels.model).sort(), [
       "chat-tiny",
       "embed-tiny",
+      "whisper-multi-test",
       "whisper-tiny-test",
     ]);
     const state = (m: string) => loaded.find((s) => s.labels.model === m)!;
