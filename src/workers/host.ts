@@ -286,7 +286,6 @@ export class WorkerChatEngine extends WorkerEngine implements ChatEngine {
 }
 
 /** An embedding model computing in its own worker (tokenizing too). */
-
 export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngine {
   readonly backend: string;
   readonly dimensions: number;

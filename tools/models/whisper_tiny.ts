@@ -120,9 +120,16 @@ export const EN: Specials = {
 };
 
 /** Multilingual ids: every special token moves up by one (the 99 languages sit between sot and translate). */
-export const MULTI: Specials = Object.fromEntries(
-  Object.entries(EN).map(([k, v]) => [k, v + 1]),
-) as unknown as Specials;
+export const MULTI: Specials = {
+  eot: EN.eot + 1,
+  sot: EN.sot + 1,
+  translate: EN.translate + 1,
+  transcribe: EN.transcribe + 1,
+  prev: EN.prev + 1,
+  nosp: EN.nosp + 1,
+  not: EN.not + 1,
+  beg: EN.beg + 1,
+};
 
 /** The language token of whisper.cpp's language id (0 en, 1 zh, 2 de, ...) in a multilingual vocabulary. */
 export function languageToken(langId: number): number {
@@ -407,10 +414,10 @@ function unit(te: Float32Array, id: number, n: number): Float32Array {
 
 function chainIn(x: Tensor, te: Float32Array, links: Link[], n: number): Tensor {
   const data = new Float32Array(x.data.length); // other units stay silent
-  const d = direction(n);
+  const d = links.some((l) => l.at) ? direction(n) : undefined;
   links.forEach(({ from, at }, k) => {
     const w = unit(te, from, n);
-    if (at) {
+    if (at && d) {
       const sign = at === "task" ? 1 : -1;
       for (let i = 0; i < n; i++) w[i] += sign * d[i];
     }

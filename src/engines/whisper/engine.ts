@@ -1,7 +1,8 @@
 // Owns one loaded whisper.cpp model: the context (loaded once), a pool of whisper states (one per concurrent
 // transcription, bounded by config), and the run of one transcription: optional VAD, whisper_full as a
 // nonblocking FFI call while the buffered segments are polled for streaming and the AbortSignal is relayed to
-// whisper's abort callback, then the results read back from the state.
+// whisper's abort callback, then the results read back from the state (with each segment's window start and
+// decode temperature, which the shim records from whisper's callbacks).
 import type {
   ModelEntry,
   PartialSegment,
