@@ -88,9 +88,9 @@ class DirectWhisper {
 
   static async open(model: string): Promise<DirectWhisper> {
     const lib = await openWhisper();
-    const ctx = await lib.shim.wshim_init(cstr(model), 0, -1, -1);
+    const ctx = await lib.shim.wshim_init(cstr(model), 0, -1, -1, new Float64Array(1));
     if (!ctx) throw new Error(`whisper.cpp could not load ${model}`);
-    const state = await lib.whisper.whisper_init_state(ctx);
+    const state = await lib.shim.wshim_init_state(ctx, new Float64Array(1));
     if (!state) throw new Error("whisper_init_state failed");
     return new DirectWhisper(lib, ctx, state);
   }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "llama.h"
+#include "buffer_sizes.h"
 
 #if defined(_WIN32)
 #define LSHIM_API __declspec(dllexport)
@@ -25,6 +26,7 @@ static atomic_int g_last_level = GGML_LOG_LEVEL_NONE;
 
 static void lshim_log_cb(enum ggml_log_level level, const char * text, void * user_data) {
     (void) user_data;
+    capture_line(text);
     // CONT lines continue the previous message at its level.
     if (level == GGML_LOG_LEVEL_CONT) level = (enum ggml_log_level) atomic_load(&g_last_level);
     else atomic_store(&g_last_level, level);
@@ -44,21 +46,28 @@ LSHIM_API void lshim_init(const char * backend_dir, int log_level) {
 
 LSHIM_API void lshim_log_level(int log_level) { atomic_store(&g_log_level, log_level); }
 
-/** n_gpu_layers < 0 keeps every layer on the GPU when one is there (llama.cpp's default). */
-LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_layers, int use_mmap) {
+/**
+ * n_gpu_layers < 0 keeps every layer on the GPU when one is there (llama.cpp's default). `bytes` receives the
+ * size of the weights' buffers as llama.cpp allocated them (mapped file, repacked copies, GPU buffers).
+ */
+LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_layers, int use_mmap, double * bytes) {
     struct llama_model_params p = llama_model_default_params();
     if (n_gpu_layers >= 0) p.n_gpu_layers = n_gpu_layers;
     p.load_mode = use_mmap ? p.load_mode : LLAMA_LOAD_MODE_NONE;
-    return llama_model_load_from_file(path, p);
+    capture_begin();
+    struct llama_model * model = llama_model_load_from_file(path, p);
+    capture_end(bytes);
+    return model;
 }
 
 /**
  * A context over the model. `n_seq_max` sequences share one unified KV cache of `n_ctx` cells (so a sequence
  * may use the whole context, and copying a cached prefix to another sequence costs no memory). `pooling` < 0
- * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models).
+ * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models). `bytes` receives the
+ * size of the buffers the context allocated (KV cache, compute and output buffers).
  */
 LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_seq_max,
-                                               int n_threads, int embeddings, int pooling) {
+                                               int n_threads, int embeddings, int pooling, double * bytes) {
     struct llama_context_params p = llama_context_default_params();
     p.n_ctx = (uint32_t) n_ctx;
     p.n_batch = (uint32_t) n_batch;
@@ -70,7 +79,10 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
     p.embeddings = embeddings != 0;
     p.no_perf = true;
     if (pooling >= 0) p.pooling_type = (enum llama_pooling_type) pooling;
-    return llama_init_from_model(model, p);
+    capture_begin();
+    struct llama_context * ctx = llama_init_from_model(model, p);
+    capture_end(bytes);
+    return ctx;
 }
 
 /** Model facts in one call: [n_vocab, n_ctx_train, n_embd, bos, eos, vocab_type, add_bos, add_eos, n_cls_out]. */

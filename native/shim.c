@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "whisper.h"
+#include "buffer_sizes.h"
 
 #if defined(_WIN32)
 #define WSHIM_API __declspec(dllexport)
@@ -27,6 +28,7 @@ static atomic_int g_log_level = GGML_LOG_LEVEL_WARN;
 
 static void wshim_log_cb(enum ggml_log_level level, const char * text, void * user_data) {
     (void) user_data;
+    capture_line(text);
     // CONT lines continue the previous message; keep them only when everything is shown.
     if (level == GGML_LOG_LEVEL_CONT) {
         if (atomic_load(&g_log_level) <= GGML_LOG_LEVEL_INFO) fputs(text, stderr);
@@ -45,14 +47,27 @@ WSHIM_API void wshim_log_level(int level) {
 
 /**
  * Loads a model without the context's default state: every transcription brings its own (whisper_init_state).
- * Negative flags keep whisper.cpp's defaults (GPU on when built with one, flash attention on).
+ * Negative flags keep whisper.cpp's defaults (GPU on when built with one, flash attention on). `bytes` receives
+ * the size of the weights' buffers as whisper.cpp allocated them.
  */
-WSHIM_API struct whisper_context * wshim_init(const char * path, int use_gpu, int flash_attn, int gpu_device) {
+WSHIM_API struct whisper_context * wshim_init(const char * path, int use_gpu, int flash_attn, int gpu_device,
+                                              double * bytes) {
     struct whisper_context_params cp = whisper_context_default_params();
     if (use_gpu >= 0) cp.use_gpu = use_gpu != 0;
     if (flash_attn >= 0) cp.flash_attn = flash_attn != 0;
     if (gpu_device >= 0) cp.gpu_device = gpu_device;
-    return whisper_init_from_file_with_params_no_state(path, cp);
+    capture_begin();
+    struct whisper_context * ctx = whisper_init_from_file_with_params_no_state(path, cp);
+    capture_end(bytes);
+    return ctx;
+}
+
+/** A transcription's own state; `bytes` receives the size of its KV caches and compute buffers. */
+WSHIM_API struct whisper_state * wshim_init_state(struct whisper_context * ctx, double * bytes) {
+    capture_begin();
+    struct whisper_state * state = whisper_init_state(ctx);
+    capture_end(bytes);
+    return state;
 }
 
 // ---------------------------------------------------------------- jobs
@@ -295,11 +310,14 @@ WSHIM_API void wshim_token(struct whisper_state * state, int i, int j, double * 
 
 // ---------------------------------------------------------------- voice activity detection
 
-WSHIM_API struct whisper_vad_context * wshim_vad_init(const char * path, int n_threads) {
+WSHIM_API struct whisper_vad_context * wshim_vad_init(const char * path, int n_threads, double * bytes) {
     struct whisper_vad_context_params cp = whisper_vad_default_context_params();
     cp.n_threads = n_threads > 0 ? n_threads : 1;
     cp.use_gpu = false;
-    return whisper_vad_init_from_file_with_params(path, cp);
+    capture_begin();
+    struct whisper_vad_context * vctx = whisper_vad_init_from_file_with_params(path, cp);
+    capture_end(bytes);
+    return vctx;
 }
 
 /**

@@ -182,7 +182,8 @@ export const OPTIONS: Option[] = [
     kind: "bytes",
     default: "0",
     help:
-      "Keep loaded models under this size (e.g. 8GB) by unloading the least recently used (0 = no limit).",
+      "Keep what loaded models hold (weights, caches, states) under this size (e.g. 8GB) by unloading the " +
+      "least recently used (0 = no limit).",
   },
   {
     key: "dataDir",

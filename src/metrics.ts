@@ -1,5 +1,5 @@
 // Owns the Prometheus metrics: requests by route and status, latency and time-to-first-token histograms,
-// tokens processed, queue depth and model states (read from the registry when scraped). Fed by the app's
+// tokens processed, queue depth, model states and memory (read from the registry when scraped). Fed by the app's
 // per-request record, so handlers never touch metrics directly.
 import client from "prom-client";
 import type { RequestRecord } from "./request_record.ts";
@@ -95,6 +95,17 @@ export class Metrics {
           const state = registry.state(e.id);
           this.set({ model: e.id, task: e.task, state }, state === "ready" ? 1 : 0);
         }
+      },
+    });
+    new client.Gauge({
+      name: "oai_model_memory_bytes",
+      help: "Bytes a loaded model holds: its weights as loaded plus its caches and states (what " +
+        "--memory-budget counts).",
+      labelNames: ["model"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const m of registry.memory()) this.set({ model: m.model }, m.bytes);
       },
     });
     void queue;

@@ -4,6 +4,7 @@
 // ModelUnavailable (503) for that model only; an engine whose compute side died is dropped and loads again.
 import { InvalidRequest, ModelFilesMissing, ModelNotFound, ModelUnavailable } from "../errors.ts";
 import type { Manifest } from "./manifest.ts";
+import { estimateLoadBytes } from "./footprint.ts";
 import { BoundedQueue } from "./queue.ts";
 import type { AnyEngine, EngineKind, EngineLoader, LoadContext, ModelEntry, Task } from "./types.ts";
 
@@ -16,7 +17,12 @@ interface Slot {
   state: ModelState;
   /** Last time a request asked for the engine (ms since epoch). */
   lastUsed: number;
-  /** Bytes of the model's files, the estimate its memory is budgeted by. */
+  /** Order of that last request among all (many share a millisecond): least recently used goes first. */
+  useOrder: number;
+  /**
+   * What the model is budgeted at when its engine reports nothing: before the load, the files its engine will
+   * read; after it, what the engine held when it was ready.
+   */
   sizeBytes: number;
   engine?: AnyEngine;
   loading?: Promise<AnyEngine>;
@@ -38,26 +44,18 @@ export interface RegistryOptions {
   queueSize: number;
   /** Unload a model unused for this long (0 = never). */
   idleUnloadMs?: number;
-  /** Keep the loaded models' estimated size under this many bytes by unloading the least recently used (0 = no limit). */
+  /**
+   * Keep the memory the loaded models hold (weights, caches and states, as each engine reports it) under this
+   * many bytes by unloading the least recently used idle ones (0 = no limit).
+   */
   memoryBudgetBytes?: number;
-}
-
-/** Total size of the files under a path (a folder or one file); 0 when absent. */
-export async function sizeOnDisk(path: string): Promise<number> {
-  let info: Deno.FileInfo;
-  try {
-    info = await Deno.stat(path);
-  } catch {
-    return 0;
-  }
-  if (info.isFile) return info.size;
-  let total = 0;
-  for await (const e of Deno.readDir(path)) total += await sizeOnDisk(`${path}/${e.name}`);
-  return total;
+  /** A model's size before it loads (default: the files its engine will read, see footprint.ts). */
+  estimateBytes?: (entry: ModelEntry) => Promise<number>;
 }
 
 export class Registry {
   readonly #slots = new Map<string, Slot>();
+  #uses = 0;
   #sweeper?: ReturnType<typeof setInterval>;
 
   constructor(
@@ -67,7 +65,7 @@ export class Registry {
     readonly options: RegistryOptions,
   ) {
     for (const id of manifest.entries.keys()) {
-      this.#slots.set(id, { state: "available", lastUsed: 0, sizeBytes: 0, holds: 0 });
+      this.#slots.set(id, { state: "available", lastUsed: 0, useOrder: 0, sizeBytes: 0, holds: 0 });
     }
     if (options.idleUnloadMs) {
       const every = Math.max(1000, Math.min(60_000, options.idleUnloadMs / 4));
@@ -132,11 +130,18 @@ export class Registry {
     slot.holds++;
     let held = true;
     const release = () => {
-      if (held) slot.holds--;
+      if (!held) return;
+      slot.holds--;
       held = false;
+      // The use may have grown what the model holds (its prompt cache, a new whisper state): back under the
+      // budget now, not only at the next request.
+      this.#makeRoom("", 0, false).catch((e) => this.ctx.log.warn("unload failed", { error: String(e) }));
     };
     try {
       const engine = await this.#engine<T>(entry, slot, signal);
+      // What a loaded model holds grows after its load (a prompt cache, a whisper state made on first use):
+      // each use brings the others back under the budget. This model, held, is never the one unloaded.
+      await this.#makeRoom(entry.id, this.#bytes(slot), false);
       hold(release);
       return engine;
     } catch (e) {
@@ -147,6 +152,7 @@ export class Registry {
 
   async #engine<T extends AnyEngine>(entry: ModelEntry, slot: Slot, signal?: AbortSignal): Promise<T> {
     slot.lastUsed = Date.now();
+    slot.useOrder = ++this.#uses;
     this.#dropIfFailed(entry.id, slot);
     if (slot.state === "ready") return slot.engine as T;
     if (slot.state === "failed" && Date.now() - (slot.failedAt ?? 0) < RETRY_FAILED_MS) {
@@ -196,9 +202,14 @@ export class Registry {
       if (!loader) {
         throw new Error(`no ${entry.engine} engine for ${entry.task} models is built into this server`);
       }
-      slot.sizeBytes = await sizeOnDisk(entry.path);
+      slot.sizeBytes = await (this.options.estimateBytes ?? estimateLoadBytes)(entry);
       await this.#makeRoom(entry.id, slot.sizeBytes);
-      return await loader(entry, this.ctx);
+      const engine = await loader(entry, this.ctx);
+      // What it really holds (caches and states included) may pass the estimate: others make room now.
+      const held = engine.memoryBytes?.();
+      if (held !== undefined && held > slot.sizeBytes) await this.#makeRoom(entry.id, held);
+      slot.sizeBytes = held ?? slot.sizeBytes;
+      return engine;
     })().then(
       (engine) => {
         Object.assign(slot, { state: "ready", engine, loading: undefined, lastUsed: Date.now() });
@@ -248,6 +259,18 @@ export class Registry {
     return slot.queue;
   }
 
+  /** What each loaded model holds now (its engine's report, else the estimate), for metrics and the budget. */
+  memory(): { model: string; bytes: number }[] {
+    return [...this.#slots].filter(([, s]) => s.state === "ready").map(([model, s]) => ({
+      model,
+      bytes: this.#bytes(s),
+    }));
+  }
+
+  #bytes(slot: Slot): number {
+    return slot.engine?.memoryBytes?.() ?? slot.sizeBytes;
+  }
+
   /** Queue depth per model, for metrics. */
   queues(): { model: string; active: number; waiting: number }[] {
     return [...this.#slots].filter(([, s]) => s.queue).map(([model, s]) => ({
@@ -280,28 +303,32 @@ export class Registry {
     }
   }
 
-  /** Unloads least-recently-used idle models until `bytes` more fit in the memory budget. */
-  async #makeRoom(forId: string, bytes: number): Promise<void> {
+  /**
+   * Unloads least-recently-used idle models until `bytes` more fit in the memory budget next to the others.
+   * Loaded models count what they hold now (a KV cache grown since their load included); loading ones their
+   * estimate. `warn`: log when the busy ones alone pass it (for loads; a request's use would log every time).
+   */
+  async #makeRoom(forId: string, bytes: number, warn = true): Promise<void> {
     const budget = this.options.memoryBudgetBytes;
     if (!budget) return;
-    const loaded = () =>
+    const others = () =>
       [...this.#slots].filter(([id, s]) => id !== forId && (s.state === "ready" || s.state === "loading"));
-    let used = loaded().reduce((n, [, s]) => n + s.sizeBytes, 0);
-    const candidates = loaded().filter(([, s]) => this.#idle(s)).sort((a, b) =>
-      a[1].lastUsed - b[1].lastUsed
-    );
-    for (const [id, slot] of candidates) {
-      if (used + bytes <= budget) break;
-      used -= slot.sizeBytes;
-      await this.#unload(id, slot, "memory budget");
-    }
-    if (used + bytes > budget) {
-      this.ctx.log.warn("memory budget exceeded: every loaded model is busy", {
-        model: forId,
-        budget,
-        used,
-        bytes,
-      });
+    const used = () => others().reduce((n, [, s]) => n + this.#bytes(s), 0);
+    while (used() + bytes > budget) {
+      // Chosen afresh each time: meanwhile a concurrent request may have unloaded one or taken one into use.
+      const lru = others().filter(([, s]) => this.#idle(s)).sort((a, b) => a[1].useOrder - b[1].useOrder)[0];
+      if (!lru) {
+        if (warn) {
+          this.ctx.log.warn("memory budget exceeded: every loaded model is busy", {
+            model: forId,
+            budget,
+            used: used(),
+            bytes,
+          });
+        }
+        return;
+      }
+      await this.#unload(lru[0], lru[1], "memory budget");
     }
   }
 

@@ -82,10 +82,12 @@ Deno.test("registry: missing files and failed loads are 503 with the reason; loa
 
 Deno.test("registry: idle models unload; the memory budget evicts the least recently used", async () => {
   const dir = await Deno.makeTempDir();
-  await Deno.mkdir(`${dir}/c`);
-  await Deno.mkdir(`${dir}/d`);
-  await Deno.writeFile(`${dir}/c/w.bin`, new Uint8Array(600));
-  await Deno.writeFile(`${dir}/d/w.bin`, new Uint8Array(600));
+  await Deno.mkdir(`${dir}/c/onnx`, { recursive: true });
+  await Deno.mkdir(`${dir}/d/onnx`, { recursive: true });
+  await Deno.writeFile(`${dir}/c/onnx/model.onnx`, new Uint8Array(600));
+  await Deno.writeFile(`${dir}/d/onnx/model.onnx`, new Uint8Array(600));
+  // Another dtype's file beside it is never loaded, so it never counts (it would pass the budget alone).
+  await Deno.writeFile(`${dir}/c/onnx/model_q4.onnx`, new Uint8Array(5000));
   const m = parseManifest(
     { models: { c: { task: "chat", path: "c" }, d: { task: "chat", path: "d" } } },
     dir,
@@ -112,6 +114,7 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
   try {
     await r.engine(r.resolve("c", "chat"));
     assert.equal(r.state("c"), "ready");
+    assert.deepEqual(r.memory(), [{ model: "c", bytes: 600 }], "the fp32 graph only");
     // A running request keeps the model loaded however old its last use.
     const permit = await r.queue(r.resolve("c", "chat")).acquire();
     await r.unloadIdle(Date.now() + 120_000);
@@ -152,6 +155,69 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
   } finally {
     await r.dispose();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("registry: the budget counts what engines hold now, caches grown since the load included", async () => {
+  const held: Record<string, number> = { a: 300, b: 300, c: 300 };
+  const m = parseManifest(
+    {
+      models: {
+        a: { task: "chat", path: "a" },
+        b: { task: "chat", path: "b" },
+        c: { task: "chat", path: "c" },
+      },
+    },
+    "/models",
+    "cpu",
+  );
+  const disposed: string[] = [];
+  const chat: EngineLoader = (e) =>
+    Promise.resolve({
+      ...fakeEngine(e),
+      memoryBytes: () => held[e.id],
+      dispose: () => (disposed.push(e.id), Promise.resolve()),
+    });
+  const r = new Registry(m, { transformers: { chat } }, {
+    modelsDir: "/models",
+    threads: 1,
+    allowRemote: false,
+    log: memoryLogger(),
+  }, {
+    loadWaitMs: 1000,
+    queueSize: 2,
+    memoryBudgetBytes: 1000,
+    // Files say 100 each; what the engines report once loaded is what counts.
+    estimateBytes: () => Promise.resolve(100),
+  });
+  try {
+    await r.engine(r.resolve("a", "chat"));
+    await r.engine(r.resolve("b", "chat"));
+    assert.deepEqual(disposed, []);
+    // a's KV cache grows (a long conversation kept as the prompt cache): a and b now hold 1100 together, so
+    // loading c (estimated 100) first unloads the least recently used, a.
+    held.a = 800;
+    assert.deepEqual(r.memory(), [{ model: "a", bytes: 800 }, { model: "b", bytes: 300 }]);
+    await r.engine(r.resolve("c", "chat"));
+    assert.deepEqual(disposed, ["a"]);
+    // An engine that holds more than its estimate once loaded makes room right after its load: a comes back
+    // holding 700 next to b (300) and c (300), so b, now the least recently used, goes.
+    held.a = 700;
+    await r.engine(r.resolve("a", "chat"));
+    assert.deepEqual(disposed, ["a", "b"]);
+    assert.deepEqual(r.memory(), [{ model: "a", bytes: 700 }, { model: "c", bytes: 300 }]);
+    // A request that grows its model (a whisper state made on first use) brings the total back under the
+    // budget when it ends, not only at the next request: c, now least recently used, goes.
+    let release = () => {};
+    await r.engine(r.resolve("a", "chat"), undefined, (done) => release = done);
+    held.a = 800;
+    assert.deepEqual(disposed, ["a", "b"], "held, nothing is unloaded for it");
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.deepEqual(disposed, ["a", "b", "c"]);
+    assert.deepEqual(r.memory(), [{ model: "a", bytes: 800 }]);
+  } finally {
+    await r.dispose();
   }
 });
 

@@ -53,6 +53,11 @@ export interface Engine {
   busy?(): boolean;
   /** True once the engine can serve no more (its worker died); the registry then loads the model again. */
   failed?(): boolean;
+  /**
+   * Bytes the loaded model holds now: its weights as loaded plus its caches and states (KV caches, compute
+   * buffers). The memory budget counts this; absent, the registry's estimate from the files stands.
+   */
+  memoryBytes?(): number;
   dispose(): Promise<void>;
 }
 
@@ -321,6 +326,8 @@ export interface ChatBackend {
   prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }>;
   /** Feeds one token and returns the next logits. */
   step(seq: SequenceId, token: number): Promise<Float32Array>;
+  /** Bytes held now: weights plus KV caches (see Engine.memoryBytes). */
+  memoryBytes?(): number;
   dispose(): Promise<void>;
 }
 

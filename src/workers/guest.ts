@@ -57,6 +57,7 @@ async function load(req: LoadRequest): Promise<void> {
         backend: backend.backend,
         contextLength: backend.contextLength,
         parallel: backend.parallel ?? 1,
+        memoryBytes: backend.memoryBytes?.() ?? 0,
       };
       post({ t: "loaded", info });
     } else {
@@ -68,6 +69,7 @@ async function load(req: LoadRequest): Promise<void> {
         maxTokens: e.maxTokens,
         vocabSize: e.vocabSize,
         normalized: e.normalized,
+        memoryBytes: e.memoryBytes(),
       };
       post({ t: "loaded", info });
     }
@@ -86,6 +88,8 @@ async function runJob(id: number, run: (signal: AbortSignal) => Promise<void>): 
     post({ t: "error", id, error: serializeError(e) });
   } finally {
     jobs.delete(id);
+    const bytes = chat?.memoryBytes?.() ?? embedding?.memoryBytes();
+    if (bytes !== undefined) post({ t: "memory", bytes });
   }
 }
 

@@ -35,6 +35,8 @@ class WorkerLink {
   #dead: Error | null = null;
   #onLoaded?: { resolve: (info: unknown) => void; reject: (e: Error) => void };
   #onDisposed?: () => void;
+  /** What the model holds, as the worker last reported (after its load and after each request). */
+  memoryBytes = 0;
 
   constructor(readonly entry: ModelEntry, readonly log: Logger) {
     this.#worker = new Worker(GUEST_URL, { type: "module", name: `model ${entry.id}` });
@@ -112,6 +114,7 @@ class WorkerLink {
   #receive(m: GuestMessage): void {
     switch (m.t) {
       case "loaded":
+        this.memoryBytes = m.info.memoryBytes;
         this.#onLoaded?.resolve(m.info);
         this.#onLoaded = undefined;
         break;
@@ -134,6 +137,9 @@ class WorkerLink {
         p?.onEnd(err);
         break;
       }
+      case "memory":
+        this.memoryBytes = m.bytes;
+        break;
       case "log":
         this.log[m.level](m.msg, { model: this.entry.id, ...m.fields });
         break;
@@ -230,6 +236,10 @@ abstract class WorkerEngine {
 
   failed(): boolean {
     return this.link.dead;
+  }
+
+  memoryBytes(): number {
+    return this.link.memoryBytes;
   }
 
   kill(reason?: string): void {

@@ -35,6 +35,8 @@ export interface ChatInfo {
   contextLength: number;
   /** Jobs the backend runs at once (sequences decoded together). */
   parallel: number;
+  /** Bytes the model holds once loaded (see Engine.memoryBytes). */
+  memoryBytes: number;
 }
 
 /** What the host learns of a loaded embedding model. */
@@ -44,6 +46,7 @@ export interface EmbeddingInfo {
   maxTokens: number;
   vocabSize: number;
   normalized: boolean;
+  memoryBytes: number;
 }
 
 export type GuestMessage =
@@ -51,6 +54,8 @@ export type GuestMessage =
   | { t: "event"; id: number; ev: ChatEvent }
   | { t: "result"; id: number; value: unknown }
   | { t: "end"; id: number }
+  /** What the model holds now, sent after each request (a chat job's KV cache stays as the prompt cache). */
+  | { t: "memory"; bytes: number }
   | { t: "error"; id: number | null; error: SerializedError }
   | { t: "log"; level: "debug" | "info" | "warn" | "error"; msg: string; fields?: Record<string, unknown> }
   | { t: "disposed" };

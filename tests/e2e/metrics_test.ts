@@ -1,7 +1,8 @@
 // End to end: /metrics answers Prometheus text that parses, counts requests by route and status, and
 // reports model states; it sits behind the API key like every route but /health.
 import assert from "node:assert/strict";
-import { startTestServer } from "../helpers.ts";
+import { join } from "node:path";
+import { MODELS_DIR, startTestServer } from "../helpers.ts";
 
 interface Sample {
   name: string;
@@ -86,6 +87,12 @@ Deno.test("metrics: Prometheus text that parses, with request counts, latencies 
     assert.equal(state("embed-tiny").value, 1);
     assert.equal(state("chat-tiny").labels.state, "available");
     assert.equal(state("chat-tiny").value, 0);
+    // What a loaded model holds: embed-tiny's fp32 graph (its int8 one beside it is not loaded); nothing is
+    // reported for a model not loaded.
+    const memory = samples.filter((s) => s.name === "oai_model_memory_bytes");
+    assert.deepEqual(memory.map((s) => [s.labels.model, s.value]), [
+      ["embed-tiny", Deno.statSync(join(MODELS_DIR, "generated/embed-tiny/onnx/model.onnx")).size],
+    ]);
 
     // Embedding batches: 4 inputs over 2 or 3 model calls (the two concurrent requests may share one).
     assert.equal(types.get("oai_batches_total"), "counter");

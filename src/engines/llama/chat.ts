@@ -231,6 +231,11 @@ export class LlamaChat implements ChatBackend {
     return logits;
   }
 
+  /** The weights and the context (its KV cache is allocated whole at load, so this does not grow). */
+  memoryBytes(): number {
+    return this.model.bytes + this.ctx.bytes;
+  }
+
   dispose(): Promise<void> {
     this.batcher.close(new Error("the model was unloaded"));
     this.ctx.free();

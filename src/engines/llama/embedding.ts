@@ -59,6 +59,11 @@ export class LlamaEmbedding {
     return Promise.resolve(out);
   }
 
+  /** The weights and the context's buffers, as llama.cpp allocated them. */
+  memoryBytes(): number {
+    return this.model.bytes + this.#ctx.bytes;
+  }
+
   dispose(): Promise<void> {
     this.#ctx.free();
     this.model.free();

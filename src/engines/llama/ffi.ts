@@ -7,8 +7,11 @@ import { fileURLToPath } from "node:url";
 
 const SYMBOLS = {
   lshim_init: { parameters: ["buffer", "i32"], result: "void" },
-  lshim_model_load: { parameters: ["buffer", "i32", "i32"], result: "pointer" },
-  lshim_context: { parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32"], result: "pointer" },
+  lshim_model_load: { parameters: ["buffer", "i32", "i32", "buffer"], result: "pointer" },
+  lshim_context: {
+    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "buffer"],
+    result: "pointer",
+  },
   lshim_model_info: { parameters: ["pointer", "buffer"], result: "void" },
   lshim_token_flags: { parameters: ["pointer", "buffer", "i32"], result: "void" },
   lshim_token_pieces: { parameters: ["pointer", "i32", "buffer", "i64", "buffer", "i32"], result: "i64" },
@@ -100,11 +103,15 @@ export interface ModelInfo {
 /** One loaded GGUF model and its vocabulary, with contexts made from it. */
 export class LlamaModel {
   readonly info: ModelInfo;
+  /** What llama.cpp allocated for the weights (the mapped file, repacked copies), as it reports them. */
+  readonly bytes: number;
   #ptr: Deno.PointerValue;
 
   constructor(readonly sym: Symbols, path: string, opts: { gpuLayers: number }) {
-    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, 1);
+    const bytes = new Float64Array(1);
+    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, 1, bytes);
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not load the GGUF file");
+    this.bytes = Math.round(bytes[0]);
     const i = new Int32Array(9);
     sym.lshim_model_info(this.#ptr, i);
     this.info = {
@@ -207,9 +214,12 @@ export interface ContextOptions {
 export class LlamaContext {
   #ptr: Deno.PointerValue;
   readonly pooling: number;
+  /** What llama.cpp allocated for the context: the KV cache (all cells, up front), compute and output buffers. */
+  readonly bytes: number;
 
   constructor(readonly model: LlamaModel, readonly opts: ContextOptions) {
     const s = model.sym;
+    const bytes = new Float64Array(1);
     this.#ptr = s.lshim_context(
       model.ptr,
       opts.nCtx,
@@ -218,8 +228,10 @@ export class LlamaContext {
       opts.threads,
       opts.embeddings ? 1 : 0,
       opts.pooling,
+      bytes,
     );
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not create a context for the model");
+    this.bytes = Math.round(bytes[0]);
     this.pooling = s.llama_pooling_type(this.#ptr);
   }
 

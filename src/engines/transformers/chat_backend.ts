@@ -8,6 +8,7 @@ import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
 import type { ChatBackend, ChatMessage, ChatTool, LoadContext, ModelEntry, SequenceId } from "../types.ts";
 import { ensureChatFiles, knownDtype, missingMessage, requiredChatFiles } from "./chat_files.ts";
 import { TokenTexts } from "./token_texts.ts";
+import { filesBytes, onnxWeightFiles, tensorBytes } from "./weights.ts";
 import { templateMessage, templateTool } from "../template_view.ts";
 import { type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
 
@@ -63,6 +64,8 @@ interface Parts {
   tokenizer: Tokenizer;
   model: Model;
   dtype: string;
+  /** Bytes of the ONNX files loaded (the dtype's graph and external data). */
+  weightsBytes?: number;
 }
 
 export class TransformersChat implements ChatBackend {
@@ -211,6 +214,19 @@ export class TransformersChat implements ChatBackend {
     for (const old of this.#cached.splice(0, Math.max(0, this.#cached.length - this.parallel))) {
       release(old.cache);
     }
+  }
+
+  /**
+   * The loaded weights plus the KV cache every sequence holds now, open ones and the prompt cache (forks share
+   * one cache, counted once).
+   */
+  memoryBytes(): number {
+    const caches = new Set<CacheRef>();
+    for (const s of this.#seqs.values()) if (s.cache) caches.add(s.cache);
+    for (const c of this.#cached) caches.add(c.cache);
+    let kv = 0;
+    for (const c of caches) for (const t of Object.values(c.tensors)) kv += tensorBytes(t);
+    return (this.#p.weightsBytes ?? 0) + kv;
   }
 
   /** Forgets every closed sequence kept as the prompt cache. */
@@ -497,7 +513,8 @@ export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Prom
     }
     throw e;
   }
-  const engine = new TransformersChat(entry, { tf, rt, tokenizer, model, dtype }, ctx.parallel);
+  const weightsBytes = filesBytes(onnxWeightFiles(entry.path, dtype, modelFileName));
+  const engine = new TransformersChat(entry, { tf, rt, tokenizer, model, dtype, weightsBytes }, ctx.parallel);
   try {
     await engine.warmUp();
   } catch (e) {

@@ -272,3 +272,30 @@ Deno.test("chat backend: a hub entry downloads into <models>/hub/<repo> and then
     await Deno.remove(models, { recursive: true });
   }
 });
+
+Deno.test("chat backend: memoryBytes counts the loaded dtype's file and the KV caches held, a shared one once", async () => {
+  const e = await loadChatBackend(entry(TINY), { ...ctx(), parallel: 2 });
+  try {
+    const weights = Deno.statSync(join(TINY, "onnx", "model.onnx")).size;
+    // The folder holds other dtypes too; only the fp32 graph is loaded, so only it counts.
+    assert.ok(Deno.statSync(join(TINY, "onnx", "model_q4.onnx")).size > 0);
+    assert.equal(e.memoryBytes(), weights);
+    // chat-tiny: 2 layers x (K, V) x 2 KV heads x head size 32 x 4 bytes per position.
+    const perToken = 2 * 2 * 2 * 32 * 4;
+    const ids = e.render(hi);
+    const a = e.open();
+    await e.prefill(a, ids);
+    assert.equal(e.memoryBytes(), weights + ids.length * perToken);
+    const b = e.fork(a);
+    assert.equal(e.memoryBytes(), weights + ids.length * perToken, "a fork shares its cache");
+    await e.step(b, ids[0]);
+    assert.equal(e.memoryBytes(), weights + (2 * ids.length + 1) * perToken);
+    // Closed, both stay as the prompt cache (parallel 2 keeps two) until it is cleared.
+    e.close(a), e.close(b);
+    assert.equal(e.memoryBytes(), weights + (2 * ids.length + 1) * perToken);
+    e.clearCache();
+    assert.equal(e.memoryBytes(), weights);
+  } finally {
+    await e.dispose();
+  }
+});

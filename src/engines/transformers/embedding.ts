@@ -12,6 +12,7 @@ import {
   requiredFiles,
 } from "./embedding_files.ts";
 import { pool, type PoolingSpec } from "./embedding_pooling.ts";
+import { filesBytes, onnxWeightFiles } from "./weights.ts";
 
 type Tokenizer = Awaited<ReturnType<TransformersModule["AutoTokenizer"]["from_pretrained"]>>;
 type Model = Awaited<ReturnType<TransformersModule["AutoModel"]["from_pretrained"]>>;
@@ -26,6 +27,8 @@ export interface EmbeddingParts {
   vocabSize: number;
   padId: number;
   backend: string;
+  /** Bytes of the ONNX files loaded (the dtype's graph and external data). */
+  weightsBytes?: number;
 }
 
 export class TransformersEmbedding implements Engine {
@@ -107,6 +110,11 @@ export class TransformersEmbedding implements Engine {
     return vectors;
   }
 
+  /** The loaded weights (activations live only during a call). */
+  memoryBytes(): number {
+    return this.#parts.weightsBytes ?? 0;
+  }
+
   async dispose(): Promise<void> {
     await this.#parts.model.dispose();
   }
@@ -154,6 +162,7 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
     vocabSize: vocab,
     padId: Number.isInteger(padId) ? padId : 0,
     backend: `${rt.backend} ${dtype}`,
+    weightsBytes: filesBytes(onnxWeightFiles(dir, dtype)),
   });
   try {
     await engine.warmUp();

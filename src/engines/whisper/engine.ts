@@ -20,11 +20,15 @@ import { type TimedToken, tokensToWords } from "./words.ts";
 
 interface Slot {
   state: Deno.PointerObject;
-  vad?: { model: string; ctx: Deno.PointerObject };
+  /** What whisper.cpp allocated for the state (KV caches, compute buffers). */
+  bytes: number;
+  vad?: { model: string; ctx: Deno.PointerObject; bytes: number };
 }
 
 export interface WhisperEngineOptions {
   threads: number;
+  /** What whisper.cpp allocated for the weights (wshim_init reports it). */
+  weightsBytes?: number;
   /** Transcriptions at once (whisper states). */
   concurrency: number;
   /** Beam search width; 0 or 1 decodes greedily (the default, as fast as whisper.cpp gets). */
@@ -47,6 +51,8 @@ export class WhisperEngine implements TranscriptionEngine {
   readonly #pool: Pool<Slot>;
   readonly #eot: number;
   #disposed = false;
+  /** Bytes of the pool's states and their VAD contexts. */
+  #slotBytes = 0;
 
   constructor(
     readonly entry: ModelEntry,
@@ -61,12 +67,16 @@ export class WhisperEngine implements TranscriptionEngine {
     const type = readCstr(w.whisper_model_type_readable(ctx));
     this.backend = `whisper.cpp ${type}${this.multilingual ? "" : ".en"}, ${options.threads} threads`;
     this.#pool = new Pool<Slot>(options.concurrency, async () => {
-      const state = await w.whisper_init_state(ctx);
+      const bytes = new Float64Array(1);
+      const state = await lib.shim.wshim_init_state(ctx, bytes);
       if (!state) throw new Error("whisper_init_state failed (out of memory?)");
-      return { state };
+      const held = Math.round(bytes[0]);
+      this.#slotBytes += held;
+      return { state, bytes: held };
     }, (slot) => {
-      if (slot.vad) w.whisper_vad_free(slot.vad.ctx);
+      this.#freeVad(slot);
       w.whisper_free_state(slot.state);
+      this.#slotBytes -= slot.bytes;
     });
   }
 
@@ -110,6 +120,18 @@ export class WhisperEngine implements TranscriptionEngine {
     }
   }
 
+  /** The weights plus every state made so far (states are made on demand, up to `concurrency`, and kept). */
+  memoryBytes(): number {
+    return (this.options.weightsBytes ?? 0) + this.#slotBytes;
+  }
+
+  #freeVad(slot: Slot): void {
+    if (!slot.vad) return;
+    this.lib.whisper.whisper_vad_free(slot.vad.ctx);
+    this.#slotBytes -= slot.vad.bytes;
+    slot.vad = undefined;
+  }
+
   async dispose(): Promise<void> {
     if (this.#disposed) return;
     this.#disposed = true;
@@ -124,11 +146,12 @@ export class WhisperEngine implements TranscriptionEngine {
   async #speech(slot: Slot, audio: Float32Array, model: string, signal?: AbortSignal): Promise<SpeechSpan[]> {
     signal?.throwIfAborted();
     if (slot.vad?.model !== model) {
-      if (slot.vad) this.lib.whisper.whisper_vad_free(slot.vad.ctx);
-      slot.vad = undefined;
-      const ctx = await this.lib.shim.wshim_vad_init(cstr(model), this.options.threads);
+      this.#freeVad(slot);
+      const bytes = new Float64Array(1);
+      const ctx = await this.lib.shim.wshim_vad_init(cstr(model), this.options.threads, bytes);
       if (!ctx) throw new Error(`cannot load the VAD model ${model}`);
-      slot.vad = { model, ctx };
+      slot.vad = { model, ctx, bytes: Math.round(bytes[0]) };
+      this.#slotBytes += slot.vad.bytes;
     }
     let cap = 64;
     for (;;) {

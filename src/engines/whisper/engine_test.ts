@@ -100,6 +100,34 @@ Deno.test("engine: an abort stops whisper_full early and leaves the state usable
   }
 });
 
+const VAD_MODEL = fileURLToPath(
+  new URL("../../../../shared/data/whisper/for-tests-silero-v6.2.0-ggml.bin", import.meta.url),
+);
+
+Deno.test("engine: memoryBytes counts the weights as loaded and each state and VAD context made", async () => {
+  const engine = await whisperLoader({ concurrency: 2 })(entry(), LOAD) as TranscriptionEngine;
+  try {
+    const file = Deno.statSync(`${MODEL_DIR}ggml-model.bin`).size;
+    const weights = engine.memoryBytes!();
+    // The weights' buffers as whisper.cpp allocated them: the file less its header, vocabulary and mel filters.
+    assert.ok(weights > 0.98 * file && weights <= file, `${weights} of ${file}`);
+    await Promise.all([engine.transcribe(audio(2), BASE), engine.transcribe(audio(2), BASE)]);
+    const twoStates = engine.memoryBytes!() - weights;
+    // tiny: a state's self-attention KV alone is 4 layers x 512 positions x 384 x (K, V) x 2 bytes (f16), its
+    // cross-attention KV 4 x 1500 x 384 x 2 x 2; its compute buffers come on top.
+    const kv = 4 * 512 * 384 * 2 * 2 + 4 * 1500 * 384 * 2 * 2;
+    assert.ok(twoStates > 2 * kv, `two states hold ${twoStates}`);
+    assert.ok(twoStates < 2 * 200e6, `two states hold ${twoStates}`);
+    // A third transcription reuses a state: nothing new is held.
+    await engine.transcribe(audio(2), BASE);
+    assert.equal(engine.memoryBytes!(), weights + twoStates);
+    await engine.detectSpeech(audio(2), VAD_MODEL);
+    assert.ok(engine.memoryBytes!() > weights + twoStates, "the VAD context counts");
+  } finally {
+    await engine.dispose();
+  }
+});
+
 Deno.test("loader: missing model files and a missing library give errors that say what to do", async () => {
   await assert.rejects(
     whisperLoader()(entry(MODEL_DIR + "nope/"), LOAD),

@@ -9,7 +9,8 @@ export const OPTIONS_SIZE = 32;
 
 const SHIM = {
   wshim_log_level: { parameters: ["i32"], result: "void" },
-  wshim_init: { parameters: ["buffer", "i32", "i32", "i32"], result: "pointer", nonblocking: true },
+  wshim_init: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer", nonblocking: true },
+  wshim_init_state: { parameters: ["pointer", "buffer"], result: "pointer", nonblocking: true },
   wshim_job_new: { parameters: [], result: "pointer" },
   wshim_job_free: { parameters: ["pointer"], result: "void" },
   wshim_job_abort: { parameters: ["pointer"], result: "void" },
@@ -24,7 +25,7 @@ const SHIM = {
   },
   wshim_token: { parameters: ["pointer", "i32", "i32", "buffer"], result: "void" },
   wshim_copy_cstr: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
-  wshim_vad_init: { parameters: ["buffer", "i32"], result: "pointer", nonblocking: true },
+  wshim_vad_init: { parameters: ["buffer", "i32", "buffer"], result: "pointer", nonblocking: true },
   wshim_vad_segments: {
     parameters: ["pointer", "buffer", "i32", "f32", "i32", "i32", "i32", "buffer", "i32"],
     result: "i32",
@@ -33,7 +34,6 @@ const SHIM = {
 } as const satisfies Deno.ForeignLibraryInterface;
 
 const WHISPER = {
-  whisper_init_state: { parameters: ["pointer"], result: "pointer", nonblocking: true },
   whisper_free_state: { parameters: ["pointer"], result: "void" },
   whisper_free: { parameters: ["pointer"], result: "void" },
   whisper_vad_free: { parameters: ["pointer"], result: "void" },

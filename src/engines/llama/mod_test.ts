@@ -1,0 +1,59 @@
+// Runs the GGUF loaders on the generated chat-tiny and embed-tiny exports (needs `deno task native:llama` and
+// the test models): what a loaded model reports holding, for the memory budget, against what llama.cpp must
+// allocate for it (the weights, and a KV cache sized for every parallel sequence up front).
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { memoryLogger } from "../../log.ts";
+import type { LoadContext, ModelEntry } from "../types.ts";
+import { loadLlamaChat, loadLlamaEmbedding } from "./mod.ts";
+
+const MODELS = fileURLToPath(new URL("../../../models/generated/", import.meta.url));
+
+function entry(task: "chat" | "embedding", path: string): ModelEntry {
+  return {
+    id: "m",
+    task,
+    engine: "llama.cpp",
+    path: MODELS + path,
+    device: "cpu",
+    options: {},
+    created: 0,
+    ownedBy: "t",
+  };
+}
+
+const ctx = (parallel: number): LoadContext => ({
+  modelsDir: MODELS,
+  threads: 1,
+  allowRemote: false,
+  log: memoryLogger(),
+  parallel,
+});
+
+Deno.test("llama loaders: memoryBytes is the weights as allocated plus the context's KV cache and buffers", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const file = Deno.statSync(MODELS + path).size;
+  const one = await loadLlamaChat(entry("chat", path), ctx(1));
+  const three = await loadLlamaChat(entry("chat", path), ctx(3));
+  try {
+    // F32 weights: the file less its header and vocabulary, the same whatever the context.
+    assert.ok(one.model.bytes > 0.97 * file && one.model.bytes <= file, `${one.model.bytes} of ${file}`);
+    assert.equal(three.model.bytes, one.model.bytes);
+    assert.equal(one.memoryBytes(), one.model.bytes + one.ctx.bytes);
+    // chat-tiny's KV cache per cell: 2 layers x (K, V) x 2 KV heads x head size 32 x 2 bytes (f16). A context
+    // holds contextLength cells per parallel sequence, allocated at load.
+    const perCell = 2 * 2 * 2 * 32 * 2;
+    assert.ok(one.ctx.bytes >= one.contextLength * perCell, `${one.ctx.bytes}`);
+    const extra = three.memoryBytes() - one.memoryBytes();
+    assert.ok(extra >= 2 * one.contextLength * perCell, `two more sequences hold ${extra} more`);
+  } finally {
+    await one.dispose();
+    await three.dispose();
+  }
+  const embed = await loadLlamaEmbedding(entry("embedding", "embed-tiny/gguf/embed-tiny-F32.gguf"), ctx(1));
+  try {
+    assert.ok(embed.memoryBytes() > embed.model.bytes && embed.model.bytes > 0);
+  } finally {
+    await embed.dispose();
+  }
+});
