@@ -81,16 +81,17 @@ async function load(req: LoadRequest): Promise<void> {
 async function runJob(id: number, run: (signal: AbortSignal) => Promise<void>): Promise<void> {
   const ac = new AbortController();
   jobs.set(id, ac);
+  let error: unknown;
   try {
     await run(ac.signal);
-    post({ t: "end", id });
   } catch (e) {
-    post({ t: "error", id, error: serializeError(e) });
-  } finally {
-    jobs.delete(id);
-    const bytes = chat?.memoryBytes?.() ?? embedding?.memoryBytes();
-    if (bytes !== undefined) post({ t: "memory", bytes });
+    error = e;
   }
+  jobs.delete(id);
+  // Before the end: the host answers the request on it, and by then knows what the model holds after it.
+  const bytes = chat?.memoryBytes?.() ?? embedding?.memoryBytes();
+  if (bytes !== undefined) post({ t: "memory", bytes });
+  post(error === undefined ? { t: "end", id } : { t: "error", id, error: serializeError(error) });
 }
 
 scope.onmessage = (e: MessageEvent<HostMessage>) => {
