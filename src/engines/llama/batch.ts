@@ -17,7 +17,7 @@ interface Work {
   reject(e: unknown): void;
 }
 
-/** llama_decode's "no room in the KV cache"; the owner frees cached sequences and the round is retried. */
+/** llama_decode's "no room in the KV cache" (the context holds only running sequences: too many tokens in flight). */
 export const NO_KV_ROOM = 1;
 
 /** Prompt tokens a round reads before it stops taking in further prompts (enough to keep the cores busy). */
@@ -39,8 +39,6 @@ export class DecodeBatcher {
     private readonly ctx: LlamaContext,
     private readonly nBatch: number,
     private readonly nVocab: number,
-    /** Called when the KV cache is full; returns true when it freed something worth a retry. */
-    private readonly makeRoom: () => boolean,
     /** Sequences open now: once that many have queued work, nobody else is coming and the round starts. */
     private readonly open: () => number = () => Infinity,
   ) {
@@ -116,8 +114,7 @@ export class DecodeBatcher {
       }
     }
     if (this.#logits.length < rows * this.nVocab) this.#logits = new Float32Array(rows * this.nVocab);
-    let rc = this.#decode(n);
-    if (rc === NO_KV_ROOM && this.makeRoom()) rc = this.#decode(n);
+    const rc = this.#decode(n);
     if (rc !== 0) {
       const err = new Error(
         rc === NO_KV_ROOM

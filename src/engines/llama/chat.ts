@@ -1,9 +1,11 @@
-// Owns the chat backend on llama.cpp: a GGUF model and one context whose unified KV cache holds every
+// Owns the chat backend on llama.cpp: a GGUF model and one context whose unified KV cache holds every running
 // sequence. Conversations render through the model's own chat template (GGUF metadata) with the same Jinja
 // engine and message shapes as the transformers.js backend, and tokenize with libllama. Sequences map to
-// llama.cpp sequence ids; a closed sequence keeps its tokens and cache cells so a later prompt that starts
-// the same way (system prompt, tools, the conversation so far) reuses the longest cached prefix. Decoding
-// goes through one DecodeBatcher, so concurrent sequences share each llama_decode.
+// llama.cpp sequence ids. The prompt cache lives in host memory, not in the KV cache: a closed sequence's
+// cells are copied out (llama_state_seq_get_data) and freed, and a later prompt that starts the same way
+// (system prompt, tools, the conversation so far) restores the longest saved or running prefix. Cached cells
+// left in a unified KV cache would take part in every decode's attention. Decoding goes through one
+// DecodeBatcher, so concurrent sequences share each llama_decode.
 import { Template } from "@huggingface/jinja";
 import { ChatPromptError } from "../../errors.ts";
 import { tokenDisplayText } from "../byte_level.ts";
@@ -19,9 +21,13 @@ interface Slot {
   id: number;
   /** The tokens whose cells the KV cache holds for this sequence, in order from position 0. */
   tokens: number[];
-  state: "free" | "active" | "cached";
-  /** When it was last closed (LRU for reuse). */
-  closedAt: number;
+  active: boolean;
+}
+
+/** A closed sequence's cells, saved in host memory (the prompt cache). */
+interface Saved {
+  tokens: number[];
+  data: Uint8Array;
 }
 
 const utf8 = new TextDecoder();
@@ -41,8 +47,9 @@ export class LlamaChat implements ChatBackend {
 
   readonly #slots: Slot[];
   readonly #handles = new Map<SequenceId, Slot>();
+  /** The prompt cache, oldest first. */
+  readonly #saved: Saved[] = [];
   #nextHandle = 1;
-  #clock = 0;
   readonly #template: Template | null;
   readonly #special: Record<string, string>;
   /** Bytes of each token as text (control tokens: none). */
@@ -86,17 +93,11 @@ export class LlamaChat implements ChatBackend {
       topP: num("general.sampling.top_p", 1),
       topK: num("general.sampling.top_k", 0),
     };
-    this.#slots = Array.from({ length: ctx.opts.nSeqMax }, (_, id) => ({
-      id,
-      tokens: [],
-      state: "free" as const,
-      closedAt: 0,
-    }));
+    this.#slots = Array.from({ length: ctx.opts.nSeqMax }, (_, id) => ({ id, tokens: [], active: false }));
     this.batcher = new DecodeBatcher(
       ctx,
       opts.nBatch,
       info.nVocab,
-      () => this.#evictCached(),
       () => this.#handles.size,
     );
     this.backend = opts.description;
@@ -156,11 +157,9 @@ export class LlamaChat implements ChatBackend {
   }
 
   open(): SequenceId {
-    const slot = this.#slots.find((s) => s.state === "free") ??
-      this.#slots.filter((s) => s.state === "cached").sort((a, b) => a.closedAt - b.closedAt)[0];
+    const slot = this.#slots.find((s) => !s.active);
     if (!slot) throw new Error("every llama.cpp sequence is in use");
-    if (slot.state === "cached") this.#clear(slot);
-    slot.state = "active";
+    slot.active = true;
     const handle = this.#nextHandle++;
     this.#handles.set(handle, slot);
     return handle;
@@ -179,13 +178,23 @@ export class LlamaChat implements ChatBackend {
     const slot = this.#handles.get(seq);
     if (!slot) return;
     this.#handles.delete(seq);
-    slot.state = slot.tokens.length ? "cached" : "free";
-    slot.closedAt = ++this.#clock;
-    // The prompt cache keeps the `parallel` latest closed sequences (llama-server keeps one per slot). More would
-    // cost every decode: in one unified KV cache attention spans every cell in use, cached ones included
-    // (measured: ~7 extra cached 190-token prompts cost 14% of Q4_0 decode on the bench model).
-    const cached = this.#slots.filter((s) => s.state === "cached").sort((a, b) => b.closedAt - a.closedAt);
-    for (const s of cached.slice(this.parallel)) this.#clear(s), s.state = "free";
+    slot.active = false;
+    if (slot.tokens.length) this.#save(slot);
+    this.#clear(slot);
+  }
+
+  /**
+   * Keeps a closed sequence's cells in host memory: the `parallel` latest (llama-server keeps one per slot). A
+   * saved prefix of the new one (the same conversation, one turn earlier) is dropped: the new one covers it.
+   */
+  #save(slot: Slot): void {
+    const tokens = slot.tokens;
+    for (let i = this.#saved.length - 1; i >= 0; i--) {
+      const old = this.#saved[i].tokens;
+      if (old.length <= tokens.length && commonPrefix(old, tokens) === old.length) this.#saved.splice(i, 1);
+    }
+    this.#saved.push({ tokens, data: this.ctx.saveSeq(slot.id) });
+    this.#saved.splice(0, Math.max(0, this.#saved.length - this.parallel));
   }
 
   busy(): boolean {
@@ -200,21 +209,28 @@ export class LlamaChat implements ChatBackend {
       throw new Error(`${target.length} tokens exceed the context window (${this.contextLength})`);
     }
     const had = slot.tokens.length;
-    // The longest cached prefix of the whole sequence, from any sequence; at least one token is decoded anew
-    // (its logits are the answer).
-    let best = slot;
-    let bestLen = commonPrefix(slot.tokens, target);
+    // The longest prefix of the whole sequence held anywhere: this sequence's own cells, another running
+    // sequence's (shared, no copy), or the prompt cache (restored). At least one token is decoded anew (its
+    // logits are the answer).
+    let running: Slot | undefined;
+    let saved: Saved | undefined;
+    let best = commonPrefix(slot.tokens, target);
     for (const s of this.#slots) {
-      if (s === slot || s.state === "free") continue;
-      const len = commonPrefix(s.tokens, target);
-      if (len > bestLen) best = s, bestLen = len;
+      const len = s !== slot && s.active ? commonPrefix(s.tokens, target) : 0;
+      if (len > best) best = len, running = s;
     }
-    const reuse = Math.min(bestLen, target.length - 1);
-    if (best === slot) {
-      if (reuse < slot.tokens.length) this.ctx.seqRm(slot.id, reuse, -1);
-    } else {
+    for (const c of this.#saved) {
+      const len = commonPrefix(c.tokens, target);
+      if (len > best) best = len, saved = c, running = undefined;
+    }
+    let reuse = Math.min(best, target.length - 1);
+    if (running || saved) {
       this.#clear(slot);
-      this.ctx.seqCp(best.id, slot.id, 0, reuse);
+      if (running) this.ctx.seqCp(running.id, slot.id, 0, reuse);
+      else if (this.ctx.restoreSeq(slot.id, saved!.data)) this.ctx.seqRm(slot.id, reuse, -1);
+      else reuse = 0; // no room to restore into: read it all
+    } else if (reuse < slot.tokens.length) {
+      this.ctx.seqRm(slot.id, reuse, -1);
     }
     slot.tokens = target.slice(0, reuse);
     const rest = target.slice(reuse);
@@ -231,9 +247,9 @@ export class LlamaChat implements ChatBackend {
     return logits;
   }
 
-  /** The weights and the context (its KV cache is allocated whole at load, so this does not grow). */
+  /** The weights, the context (its KV cache is allocated whole at load) and the prompt cache's saved cells. */
   memoryBytes(): number {
-    return this.model.bytes + this.ctx.bytes;
+    return this.model.bytes + this.ctx.bytes + this.#saved.reduce((n, c) => n + c.data.length, 0);
   }
 
   dispose(): Promise<void> {
@@ -252,18 +268,6 @@ export class LlamaChat implements ChatBackend {
   #clear(slot: Slot): void {
     if (slot.tokens.length) this.ctx.seqRm(slot.id, 0, -1);
     slot.tokens = [];
-  }
-
-  /** Frees the cells of every closed sequence (the prompt cache) when the KV cache is full. */
-  #evictCached(): boolean {
-    let freed = false;
-    for (const s of this.#slots) {
-      if (s.state !== "cached") continue;
-      this.#clear(s);
-      s.state = "free";
-      freed = true;
-    }
-    return freed;
   }
 }
 

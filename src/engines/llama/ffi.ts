@@ -27,6 +27,9 @@ const SYMBOLS = {
   lshim_bench: { parameters: ["pointer", "i32", "i32", "buffer"], result: "i32" },
   llama_model_meta_val_str: { parameters: ["pointer", "buffer", "buffer", "usize"], result: "i32" },
   llama_pooling_type: { parameters: ["pointer"], result: "i32" },
+  llama_state_seq_get_size: { parameters: ["pointer", "i32"], result: "usize" },
+  llama_state_seq_get_data: { parameters: ["pointer", "buffer", "usize", "i32"], result: "usize" },
+  llama_state_seq_set_data: { parameters: ["pointer", "buffer", "usize", "i32"], result: "usize" },
   llama_free: { parameters: ["pointer"], result: "void" },
   llama_model_free: { parameters: ["pointer"], result: "void" },
 } as const satisfies Deno.ForeignLibraryInterface;
@@ -282,6 +285,21 @@ export class LlamaContext {
   /** Drops positions [p0, p1) of a sequence (-1: open end). */
   seqRm(seq: number, p0: number, p1: number): void {
     this.model.sym.lshim_seq_rm(this.#ptr, seq, p0, p1);
+  }
+
+  /** A copy of one sequence's KV cells (llama_state_seq_get_data), to restore later with `restoreSeq`. */
+  saveSeq(seq: number): Uint8Array {
+    const s = this.model.sym;
+    const size = Number(s.llama_state_seq_get_size(this.#ptr, seq));
+    const data = new Uint8Array(size);
+    const wrote = Number(s.llama_state_seq_get_data(this.#ptr, data, BigInt(size), seq));
+    if (wrote !== size) throw new Error(`llama_state_seq_get_data wrote ${wrote} of ${size} bytes`);
+    return data;
+  }
+
+  /** Puts saved cells back as sequence `seq` (which must be empty); false when the cache has no room. */
+  restoreSeq(seq: number, data: Uint8Array): boolean {
+    return Number(this.model.sym.llama_state_seq_set_data(this.#ptr, data, BigInt(data.length), seq)) > 0;
   }
 
   /** Shares positions [p0, p1) of `src` with `dst` (no copy in a unified cache). */

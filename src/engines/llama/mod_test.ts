@@ -57,3 +57,30 @@ Deno.test("llama loaders: memoryBytes is the weights as allocated plus the conte
     await embed.dispose();
   }
 });
+
+Deno.test("llama chat: the prompt cache lives in host memory, counted, and a later turn restores it", async () => {
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(2));
+  try {
+    const base = chat.memoryBytes();
+    // chat-tiny's cells: 2 layers x (K, V) x 2 KV heads x head size 32 x 2 bytes (f16) = 512 bytes a token.
+    const perToken = 512;
+    const first = chat.render([{ role: "user", content: "Hi there!" }]);
+    const a = chat.open();
+    await chat.prefill(a, first);
+    await chat.step(a, 42);
+    chat.close(a);
+    const held = [...first, 42];
+    const saved = chat.memoryBytes() - base;
+    assert.ok(saved >= held.length * perToken && saved < held.length * perToken + 4096, `${saved}`);
+    // The next turn starts with everything the first held: restored from host memory, nothing read again.
+    const b = chat.open();
+    const { cachedTokens } = await chat.prefill(b, [...held, 7, 8]);
+    assert.equal(cachedTokens, held.length);
+    chat.close(b);
+    // The first turn's copy is a prefix of the second's: only the second is kept.
+    const now = chat.memoryBytes() - base;
+    assert.ok(now >= (held.length + 2) * perToken && now < (held.length + 2) * perToken + 4096, `${now}`);
+  } finally {
+    await chat.dispose();
+  }
+});
