@@ -133,9 +133,13 @@ export class Registry {
       if (!held) return;
       slot.holds--;
       held = false;
-      // The use may have grown what the model holds (its prompt cache, a new whisper state): back under the
-      // budget now, not only at the next request.
-      this.#makeRoom("", 0, false).catch((e) => this.ctx.log.warn("unload failed", { error: String(e) }));
+      // The use may have grown what the model holds (its prompt cache, a new whisper state): the others make
+      // room now, not only at the next request. Never this one: a model larger than the budget alone would
+      // otherwise be unloaded after every request and loaded again for the next.
+      if (slot.state !== "ready") return;
+      this.#makeRoom(entry.id, this.#bytes(slot), false).catch((e) =>
+        this.ctx.log.warn("unload failed", { error: String(e) })
+      );
     };
     try {
       const engine = await this.#engine<T>(entry, slot, signal);

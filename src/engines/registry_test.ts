@@ -216,6 +216,13 @@ Deno.test("registry: the budget counts what engines hold now, caches grown since
     await new Promise((resolve) => setTimeout(resolve, 0));
     assert.deepEqual(disposed, ["a", "b", "c"]);
     assert.deepEqual(r.memory(), [{ model: "a", bytes: 800 }]);
+    // A model that alone holds more than the budget stays loaded after its requests (no unload-reload churn).
+    held.a = 1500;
+    await r.engine(r.resolve("a", "chat"), undefined, (done) => release = done);
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(r.state("a"), "ready");
+    assert.deepEqual(disposed, ["a", "b", "c"]);
   } finally {
     await r.dispose();
   }
