@@ -4,6 +4,7 @@
 // caches and states) replaces this estimate.
 import { join } from "node:path";
 import { ggufFile } from "./llama/mod.ts";
+import { chatModelFileName } from "./transformers/chat_files.ts";
 import { localDir } from "./transformers/embedding_files.ts";
 import { filesBytes, onnxWeightFiles } from "./transformers/weights.ts";
 import type { ModelEntry } from "./types.ts";
@@ -19,9 +20,7 @@ export async function estimateLoadBytes(entry: ModelEntry): Promise<number> {
           const dir = localDir(entry);
           return filesBytes([...onnxWeightFiles(dir, dtype), join(dir, "tokenizer.json")]);
         }
-        const name = typeof entry.options.model_file_name === "string"
-          ? entry.options.model_file_name
-          : "model";
+        const name = chatModelFileName(entry);
         return filesBytes([...onnxWeightFiles(entry.path, dtype, name), join(entry.path, "tokenizer.json")]);
       }
       case "llama.cpp":

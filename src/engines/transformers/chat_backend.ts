@@ -6,7 +6,13 @@
 // decode loop itself (sampling, constraints, text) is the chat pipeline's (src/chat/pipeline.ts).
 import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
 import type { ChatBackend, ChatMessage, ChatTool, LoadContext, ModelEntry, SequenceId } from "../types.ts";
-import { ensureChatFiles, knownDtype, missingMessage, requiredChatFiles } from "./chat_files.ts";
+import {
+  chatModelFileName,
+  ensureChatFiles,
+  knownDtype,
+  missingMessage,
+  requiredChatFiles,
+} from "./chat_files.ts";
 import { TokenTexts } from "./token_texts.ts";
 import { filesBytes, onnxWeightFiles, tensorBytes } from "./weights.ts";
 import { templateMessage, templateTool } from "../template_view.ts";
@@ -480,9 +486,7 @@ function modelDevice(rt: TransformersRuntime, entry: ModelEntry, threads: number
 export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Promise<TransformersChat> {
   const dtype = entry.dtype ?? "fp32";
   if (!knownDtype(dtype)) throw new Error(`unknown dtype "${dtype}" in the manifest`);
-  const modelFileName = typeof entry.options.model_file_name === "string"
-    ? entry.options.model_file_name
-    : "model";
+  const modelFileName = chatModelFileName(entry);
   const files = requiredChatFiles(dtype, modelFileName);
   await ensureChatFiles(entry, ctx, files);
   const rt = await transformersRuntime(entry.device, ctx.log);

@@ -11,6 +11,11 @@ import { DTYPE_SUFFIX, knownDtype } from "../../hub/dtypes.ts";
 
 export { knownDtype };
 
+/** The ONNX file's base name: the manifest's `options.model_file_name`, else "model" (as transformers.js). */
+export function chatModelFileName(entry: ModelEntry): string {
+  return typeof entry.options.model_file_name === "string" ? entry.options.model_file_name : "model";
+}
+
 /** The files a causal LM needs for a dtype (model file name overridable by the manifest's options). */
 export function requiredChatFiles(dtype: string, modelFileName = "model"): string[] {
   return [
