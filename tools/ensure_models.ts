@@ -42,8 +42,9 @@ export async function ensureGenerated(
   }
 }
 
-export function ensureModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
-  return ensureGenerated(GENERATORS, GENERATED_DIR, opts);
+export async function ensureModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
+  const { CHAT_TINY_VARIANTS } = await import("./models/chat_tiny_layouts.ts");
+  return ensureGenerated({ ...GENERATORS, ...CHAT_TINY_VARIANTS }, GENERATED_DIR, opts);
 }
 
 if (import.meta.main) {

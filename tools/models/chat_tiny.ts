@@ -14,22 +14,28 @@ import {
   type ReplyChain,
 } from "./chat_tiny_vocab.ts";
 import { QWEN25_CHAT_TEMPLATE } from "./chat_templates.ts";
-import { buildDecoder, decoderConfig, type DecoderShape } from "./decoder_graph.ts";
+import { decoderConfig, type DecoderShape } from "./decoder_graph.ts";
 import { writeJson } from "./model_files.ts";
-import { ONNX_FILE, type WeightFormat } from "./onnx_quantize.ts";
 import { Prng } from "./prng.ts";
 import { bpeTokenizerMeta, decoderGguf, type GgmlType } from "./gguf_writer.ts";
-import { MS_DOMAIN } from "./onnx_builder.ts";
+import { type DecoderLayout, writeDecoderLayout } from "./decoder_layouts.ts";
 
-export const VERSION = "chat-tiny-3";
+export const VERSION = "chat-tiny-4";
 export const CHAT_TINY_CONTEXT = 1024;
-const FORMATS: WeightFormat[] = ["fp32", "q8", "q4"];
+/** chat-tiny's own folder: the decomposed (optimum) layout in every dtype transformers.js knows for it. */
+const DTYPES = ["fp32", "fp16", "q8", "int8", "q4", "q4f16", "bnb4"] as const;
+export const CHAT_TINY_LAYOUTS: DecoderLayout[] = DTYPES.map((dtype) => ({ dtype }));
 const GGUF_TYPES: GgmlType[] = ["F32", "Q8_0"];
 
-export async function generate(outDir: string): Promise<void> {
+export function generate(outDir: string): Promise<void> {
+  return writeCraftedDecoder(outDir, { ...chatTinySpec(), layouts: CHAT_TINY_LAYOUTS });
+}
+
+/** chat-tiny's vocabulary, markers and replies; the layouts and side files are the caller's. */
+export function chatTinySpec(): CraftedDecoderSpec {
   const v = buildChatTinyVocab();
   const modes = MARKER_MODES.map((m) => m.mode);
-  await writeCraftedDecoder(outDir, {
+  return {
     name: "chat-tiny",
     seed: "chat-tiny",
     vocab: v.vocab,
@@ -39,7 +45,7 @@ export async function generate(outDir: string): Promise<void> {
     markers: modes.map((m) => v.markers[m]),
     scores: MARKER_MODES.map((m) => m.score),
     chains: [...modes, "default" as const].map((m) => v.chains[m]),
-  });
+  };
 }
 
 /** A crafted decoder's behaviour and tokenizer: marker tokens per mode, one reply chain per mode plus the
@@ -54,9 +60,15 @@ export interface CraftedDecoderSpec {
   markers: string[][];
   scores: number[];
   chains: ReplyChain[];
+  /** The ONNX files to write (default: fp32, q8 and q4 in the decomposed layout). */
+  layouts?: DecoderLayout[];
+  /** Also the F32 and Q8_0 GGUF files (default true). */
+  gguf?: boolean;
+  /** Extra config.json fields (a repo's `transformers.js_config`). */
+  config?: Record<string, unknown>;
 }
 
-/** Writes tokenizer, config and the crafted weights as fp32/q8/q4 ONNX and F32/Q8_0 GGUF (gguf/). */
+/** Writes tokenizer, config and the crafted weights in the ONNX layouts asked for and as F32/Q8_0 GGUF (gguf/). */
 export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSpec): Promise<void> {
   await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
   const ids = await writeByteLevelTokenizer(outDir, {
@@ -106,6 +118,7 @@ export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSp
       max_window_layers: shape.numLayers,
       sliding_window: CHAT_TINY_CONTEXT,
       use_sliding_window: false,
+      ...spec.config,
     }),
   );
   // Greedy by default (Qwen2.5 ships sampling defaults; a test model should be predictable unless asked).
@@ -122,11 +135,9 @@ export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSp
     chains: spec.chains.map((c) => ({ ids: c.tokens.map(id), loopTo: c.loopTo })),
     eosId: id(IM_END),
   }, new Prng(spec.seed));
-  for (const format of FORMATS) {
-    await buildDecoder(shape, weights, format).save(join(outDir, "onnx"), ONNX_FILE[format], {
-      extraOpsets: format === "q4" ? { [MS_DOMAIN]: 1 } : {},
-    });
-  }
+  const layouts = spec.layouts ?? [{ dtype: "fp32" }, { dtype: "q8" }, { dtype: "q4" }];
+  for (const layout of layouts) await writeDecoderLayout(outDir, shape, weights, layout, CHAT_TINY_CONTEXT);
+  if (spec.gguf === false) return;
   // The same weights and tokenizer as GGUF for the llama.cpp backend (gguf/ beside the ONNX files).
   const tokenizer = bpeTokenizerMeta(JSON.parse(await Deno.readTextFile(join(outDir, "tokenizer.json"))));
   await Deno.mkdir(join(outDir, "gguf"), { recursive: true });

@@ -83,19 +83,88 @@ function attentionMask(b: GraphBuilder, inputIds: string, mask: string, pastKey:
   return b.op("Unsqueeze", [additive, b.ci64([1])]);
 }
 
-export function buildDecoder(s: DecoderShape, w: DecoderWeights, format: WeightFormat): GraphBuilder {
-  const b = new GraphBuilder("decoder");
-  const { hiddenSize: D, numHeads: nh, numKvHeads: kvh, headDim: hd } = s;
-  const rep = nh / kvh;
+/** Optional parts of a decoder's input contract, as some exports carry them. */
+export interface LayoutOptions {
+  /** A `num_logits_to_keep` int64 scalar input: logits for the last N positions only (0 = all). */
+  logitsToKeep?: boolean;
+  /**
+   * A `use_cache_branch` bool input, as optimum's merged decoders (`decoder_model_merged.onnx`) have: an If
+   * node feeds the cache to the layers on its true branch and an empty one on its false branch, so a runtime
+   * that feeds the flag wrong gets a reply that ignores its history.
+   */
+  cacheBranch?: boolean;
+}
 
+export interface DecoderInputs {
+  b: GraphBuilder;
+  inputIds: string;
+  mask: string;
+  positionIds: string;
+  /** Per layer, the cache the layer reads (after the cache branch, when there is one). */
+  past: { key: string; value: string }[];
+}
+
+/** A decoder graph with its inputs declared: ids, mask, positions, the cache and the optional inputs. */
+export function newDecoderGraph(s: DecoderShape, opts: LayoutOptions = {}): DecoderInputs {
+  const b = new GraphBuilder("decoder");
   const inputIds = b.input("input_ids", DataType.INT64, ["batch_size", "sequence_length"]);
   const mask = b.input("attention_mask", DataType.INT64, ["batch_size", "total_sequence_length"]);
   const positionIds = b.input("position_ids", DataType.INT64, ["batch_size", "sequence_length"]);
-  const pastDims = ["batch_size", kvh, "past_sequence_length", hd];
-  const past = Array.from({ length: s.numLayers }, (_, l) => ({
+  const pastDims = ["batch_size", s.numKvHeads, "past_sequence_length", s.headDim];
+  let past = Array.from({ length: s.numLayers }, (_, l) => ({
     key: b.input(`past_key_values.${l}.key`, DataType.FLOAT, pastDims),
     value: b.input(`past_key_values.${l}.value`, DataType.FLOAT, pastDims),
   }));
+  if (opts.logitsToKeep) b.input("num_logits_to_keep", DataType.INT64, []);
+  if (opts.cacheBranch) past = cacheBranch(b, past, pastDims);
+  return { b, inputIds, mask, positionIds, past };
+}
+
+/** If(use_cache_branch): the cache as given, else the cache cut to no positions. */
+function cacheBranch(
+  b: GraphBuilder,
+  past: { key: string; value: string }[],
+  dims: (string | number)[],
+): { key: string; value: string }[] {
+  const flag = b.input("use_cache_branch", DataType.BOOL, [1]);
+  const names = past.flatMap((p) => [p.key, p.value]);
+  const zero = b.ci64([0]);
+  const axis = b.ci64([2]);
+  const branch = (taken: boolean) =>
+    b.subgraph(
+      taken ? "with_past" : "without_past",
+      names.map((n) => ({
+        value: n,
+        op: taken ? "Identity" : "Slice",
+        inputs: taken ? [n] : [n, zero, zero, axis],
+      })),
+      DataType.FLOAT,
+      dims,
+    );
+  const outs = b.opN("If", [flag], { then_branch: { g: branch(true) }, else_branch: { g: branch(false) } }, {
+    outputs: names.length,
+    name: "use_cache_branch",
+  });
+  return past.map((_, l) => ({ key: outs[2 * l], value: outs[2 * l + 1] }));
+}
+
+/** The last `num_logits_to_keep` positions of the final hidden states (all of them for 0), when asked. */
+export function logitsToKeep(b: GraphBuilder, hidden: string, opts: LayoutOptions): string {
+  if (!opts.logitsToKeep) return hidden;
+  // Slice from -N: -0 is 0, so N = 0 keeps every position, as the exports define it.
+  const start = b.op("Neg", [b.op("Unsqueeze", ["num_logits_to_keep", b.ci64([0])])]);
+  return b.op("Slice", [hidden, start, b.ci64([2 ** 53 - 1]), b.ci64([1])]);
+}
+
+export function buildDecoder(
+  s: DecoderShape,
+  w: DecoderWeights,
+  format: WeightFormat,
+  opts: LayoutOptions = {},
+): GraphBuilder {
+  const { b, inputIds, mask, positionIds, past } = newDecoderGraph(s, opts);
+  const { hiddenSize: D, numHeads: nh, numKvHeads: kvh, headDim: hd } = s;
+  const rep = nh / kvh;
 
   const embed = b.init("model.embed_tokens.weight", w.embed, [s.vocabSize, D]);
   let x = b.op("Gather", [embed, inputIds], { axis: 0 });
@@ -157,7 +226,11 @@ export function buildDecoder(s: DecoderShape, w: DecoderWeights, format: WeightF
     x = b.op("Add", [x, mm(gated, lw.down, s.intermediateSize, D, "mlp.down_proj")]);
   });
 
-  const normed = rmsNorm(b, x, b.init("model.norm.weight", w.finalNorm, [D]), s.rmsNormEps);
+  const normed = logitsToKeep(
+    b,
+    rmsNorm(b, x, b.init("model.norm.weight", w.finalNorm, [D]), s.rmsNormEps),
+    opts,
+  );
   let logits: string;
   if (w.lmHead) logits = weightMatMul(b, normed, w.lmHead, D, s.vocabSize, "lm_head", format);
   else if (format === "fp32") {

@@ -23,7 +23,8 @@ export type AttrValue =
   | string
   | { f: number }
   | { floats: number[] }
-  | { t: Onnx.ITensorProto };
+  | { t: Onnx.ITensorProto }
+  | { g: Onnx.IGraphProto };
 
 /** Ops outside the default domain must say so; these are the ones our graphs may use. */
 export const MS_DOMAIN = "com.microsoft";
@@ -61,6 +62,7 @@ function attribute(name: string, v: AttrValue): Onnx.IAttributeProto {
   if (Array.isArray(v)) return { name, type: T.INTS, ints: v };
   if ("f" in v) return { name, type: T.FLOAT, f: v.f };
   if ("floats" in v) return { name, type: T.FLOATS, floats: v.floats };
+  if ("g" in v) return { name, type: T.GRAPH, g: v.g };
   return { name, type: T.TENSOR, t: v.t };
 }
 
@@ -88,6 +90,11 @@ interface Initializer {
 
 /** Threshold above which a model's weights go to a side file: protobuf messages cannot exceed 2 GB. */
 export const EXTERNAL_DATA_THRESHOLD = 2 ** 31 - 2 ** 26;
+/**
+ * Initializers smaller than this stay inline even in an external-data model (onnx's save default): shapes and
+ * axes must be readable by shape inference before the data file is opened.
+ */
+const EXTERNAL_MIN_BYTES = 1024;
 
 export class GraphBuilder {
   readonly nodes: Onnx.INodeProto[] = [];
@@ -181,6 +188,31 @@ export class GraphBuilder {
     return outNames;
   }
 
+  /**
+   * A branch body for If: one single-input node per output (`value` names it), reading outer-scope values;
+   * outputs are typed `elemType` with `dims`.
+   */
+  subgraph(
+    name: string,
+    steps: { value: string; op: string; inputs: string[] }[],
+    elemType: DataTypeId,
+    dims: Dim[],
+  ): Onnx.IGraphProto {
+    const node: Onnx.INodeProto[] = [];
+    const output: Onnx.IValueInfoProto[] = [];
+    for (const step of steps) {
+      const out = this.fresh(`${name}_${step.value}`);
+      node.push({
+        name: this.fresh(`n_${name}_${step.op}`),
+        opType: step.op,
+        input: step.inputs,
+        output: [out],
+      });
+      output.push(valueInfo(out, elemType, dims));
+    }
+    return { name, node, output };
+  }
+
   /** Adds a single-output node and returns its output name. */
   op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, opts: OpOptions = {}): string {
     return this.opN(opType, inputs, attrs, opts)[0];
@@ -193,7 +225,9 @@ export class GraphBuilder {
   private modelProto(opts: BuildOptions, external?: string): Onnx.ModelProto {
     let offset = 0;
     const initializer = this.initializers.map((t): Onnx.ITensorProto => {
-      if (!external) return { name: t.name, dims: t.dims, dataType: t.dataType, rawData: t.bytes };
+      if (!external || t.bytes.length < EXTERNAL_MIN_BYTES) {
+        return { name: t.name, dims: t.dims, dataType: t.dataType, rawData: t.bytes };
+      }
       const entry: Onnx.ITensorProto = {
         name: t.name,
         dims: t.dims,
@@ -243,6 +277,7 @@ export class GraphBuilder {
     const file = await Deno.open(join(dir, dataName), { write: true, create: true, truncate: true });
     try {
       for (const t of this.initializers) {
+        if (t.bytes.length < EXTERNAL_MIN_BYTES) continue;
         for (let off = 0; off < t.bytes.length;) off += await file.write(t.bytes.subarray(off));
       }
     } finally {

@@ -46,21 +46,30 @@ Deno.test("onnx_builder: weights inline as raw_data", async () => {
   }
 });
 
-Deno.test("onnx_builder: external data goes to <file>_data in initializer order", async () => {
+Deno.test("onnx_builder: external data goes to <file>_data in initializer order; small tensors stay inline", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    await tinyGraph().save(dir, "model.onnx", { forceExternal: true });
+    const b = tinyGraph();
+    // Two weights past the 1 KiB inline limit, around the small ones.
+    const big1 = b.f32("big1", Array.from({ length: 300 }, (_, i) => i));
+    const big2 = b.f32("big2", Array.from({ length: 256 }, () => 2));
+    b.output(b.op("Concat", [big1, big2], { axis: 0 }), "z", DataType.FLOAT, [556]);
+    await b.save(dir, "model.onnx", { forceExternal: true });
     const graph = await readGraph(join(dir, "model.onnx"));
     const data = await Deno.readFile(join(dir, "model.onnx_data"));
-    assert.equal(data.length, (9 + 3) * 4);
-    const entries = graph.initializer.map((t) =>
-      Object.fromEntries(t.externalData!.map((e) => [e.key, e.value]))
-    );
-    assert.deepEqual(entries, [
-      { location: "model.onnx_data", offset: "0", length: "36" },
-      { location: "model.onnx_data", offset: "36", length: "12" },
-    ]);
-    assert.deepEqual(Array.from(new Float32Array(data.slice(36).buffer)), [1, 1, 1]);
+    assert.equal(data.length, (300 + 256) * 4);
+    const entries = Object.fromEntries(graph.initializer.map((t) => [
+      t.name,
+      t.externalData?.length ? Object.fromEntries(t.externalData.map((e) => [e.key, e.value])) : "inline",
+    ]));
+    // Shapes and small weights stay readable to shape inference without the data file.
+    assert.deepEqual(entries, {
+      w: "inline",
+      bias: "inline",
+      big1: { location: "model.onnx_data", offset: "0", length: "1200" },
+      big2: { location: "model.onnx_data", offset: "1200", length: "1024" },
+    });
+    assert.deepEqual(Array.from(new Float32Array(data.slice(1200).buffer)), new Array(256).fill(2));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -1,17 +1,26 @@
-// Owns weight MatMuls in the three precisions transformers.js picks by dtype: fp32 (`model.onnx`), q8
-// (`model_quantized.onnx`: DynamicQuantizeLinear + MatMulInteger with per-column int8 weights, as
-// onnxruntime's quantize_dynamic writes them) and q4 (`model_q4.onnx`: com.microsoft MatMulNBits, 4-bit blocks of
-// 32 with uint8 zero points, as onnx-community ships them).
+// Owns weight MatMuls in the precisions transformers.js picks by dtype: fp32 (`model.onnx`), q8 and int8
+// (`model_quantized.onnx`, `model_int8.onnx`: DynamicQuantizeLinear + MatMulInteger with per-column int8
+// weights, as onnxruntime's quantize_dynamic writes them), q4 (`model_q4.onnx`: com.microsoft MatMulNBits, 4-bit
+// blocks of 32 with uint8 zero points, as onnx-community ships them) and bnb4 (`model_bnb4.onnx`:
+// com.microsoft MatMulBnb4, NF4 codes in blocks of 64 with one absmax each, as MatMulBnb4Quantizer writes them).
+// fp16 and q4f16 are the fp32 and q4 graphs through onnx_float16.ts.
 import { DataType, type GraphBuilder, MS_DOMAIN } from "./onnx_builder.ts";
 
-export type WeightFormat = "fp32" | "q8" | "q4";
+export type WeightFormat = "fp32" | "q8" | "int8" | "q4" | "bnb4";
 
-/** transformers.js file name for each format (dtype fp32 / q8 / q4). */
+/** transformers.js file name for each format (dtype fp32 / q8 / int8 / q4 / bnb4). */
 export const ONNX_FILE: Record<WeightFormat, string> = {
   fp32: "model.onnx",
   q8: "model_quantized.onnx",
+  int8: "model_int8.onnx",
   q4: "model_q4.onnx",
+  bnb4: "model_bnb4.onnx",
 };
+
+/** Formats whose graphs use com.microsoft operators. */
+export function usesMsDomain(format: WeightFormat): boolean {
+  return format === "q4" || format === "bnb4";
+}
 
 export const Q4_BLOCK_SIZE = 32;
 
@@ -26,8 +35,71 @@ export function weightMatMul(
   format: WeightFormat,
 ): string {
   if (format === "fp32") return b.op("MatMul", [x, b.init(name, w, [inDim, outDim])], {}, { name });
-  if (format === "q8") return matMulInteger(b, x, w, inDim, outDim, name);
+  if (format === "q8" || format === "int8") return matMulInteger(b, x, w, inDim, outDim, name);
+  if (format === "bnb4") return matMulBnb4(b, x, w, inDim, outDim, name, BNB4_BLOCK_SIZE);
   return matMulNBits(b, x, w, inDim, outDim, name, 4, Q4_BLOCK_SIZE);
+}
+
+export const BNB4_BLOCK_SIZE = 64;
+
+/** bitsandbytes' NF4 code book (quant_type 1): normal-distribution quantiles scaled to [-1, 1], 0 exact. */
+const NF4 = [
+  -1.0,
+  -0.6961928009986877,
+  -0.5250730514526367,
+  -0.39491748809814453,
+  -0.28444138169288635,
+  -0.18477343022823334,
+  -0.09105003625154495,
+  0.0,
+  0.07958029955625534,
+  0.16093020141124725,
+  0.24611230194568634,
+  0.33791524171829224,
+  0.44070982933044434,
+  0.5626170039176941,
+  0.7229568362236023,
+  1.0,
+];
+
+/**
+ * MatMulBnb4 (transB): W transposed to [N, K] and flattened, cut into blocks of `blockSize` values, each
+ * stored as the nearest NF4 code of value / absmax (two per byte, the first in the high nibble).
+ */
+function matMulBnb4(
+  b: GraphBuilder,
+  x: string,
+  w: Float32Array,
+  K: number,
+  N: number,
+  name: string,
+  blockSize: number,
+): string {
+  const numel = N * K;
+  const blocks = Math.ceil(numel / blockSize);
+  const absmax = new Float32Array(blocks);
+  const at = (i: number) => w[(i % K) * N + Math.floor(i / K)]; // element i of W^T flattened
+  for (let i = 0; i < numel; i++) {
+    const blk = Math.floor(i / blockSize);
+    absmax[blk] = Math.max(absmax[blk], Math.abs(at(i)));
+  }
+  const packed = new Uint8Array(Math.ceil(numel / 2));
+  for (let i = 0; i < numel; i++) {
+    const scale = absmax[Math.floor(i / blockSize)];
+    const v = scale > 0 ? at(i) / scale : 0;
+    let code = 0;
+    for (let c = 1; c < 16; c++) if (Math.abs(NF4[c] - v) < Math.abs(NF4[code] - v)) code = c;
+    packed[i >> 1] |= (i & 1) ? code : code << 4;
+  }
+  const inputs = [
+    x,
+    b.init(`${name}_bnb4`, packed, [packed.length]),
+    b.init(`${name}_absmax`, absmax, [blocks]),
+  ];
+  return b.op("MatMulBnb4", inputs, { K, N, block_size: blockSize, quant_type: 1 }, {
+    domain: MS_DOMAIN,
+    name,
+  });
 }
 
 /** Symmetric per-output-column int8 weights; activations quantized per tensor at run time. */

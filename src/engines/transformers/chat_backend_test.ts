@@ -236,7 +236,7 @@ Deno.test("chat backend: missing files and offline hub models say what is missin
       for (const f of requiredChatFiles("fp32")) assert.ok(e.message.includes(f), `${f} in ${e.message}`);
       return true;
     });
-    await assert.rejects(loadChatBackend(entry(TINY, { dtype: "q4f16" }), ctx()), /onnx\/model_q4f16\.onnx/);
+    await assert.rejects(loadChatBackend(entry(TINY, { dtype: "uint8" }), ctx()), /onnx\/model_uint8\.onnx/);
     await assert.rejects(loadChatBackend(entry(TINY, { dtype: "q7" }), ctx()), /unknown dtype/);
     const hub = entry(join(dir, "hub", "acme", "chat-tiny"), { repo: "acme/chat-tiny" });
     await assert.rejects(loadChatBackend(hub, ctx(false, dir)), (e: unknown) => {

@@ -11,10 +11,18 @@ import { DTYPE_SUFFIX, knownDtype } from "../../hub/dtypes.ts";
 
 export { knownDtype };
 
-/** The ONNX file's base name: the manifest's `options.model_file_name`, else "model" (as transformers.js). */
+/**
+ * The ONNX file's base name: the manifest's `options.model_file_name`; else "model" (as transformers.js), or
+ * "decoder_model_merged" for a folder that has only an older merged decoder (optimum's export) in the dtype.
+ */
 export function chatModelFileName(entry: ModelEntry): string {
-  return typeof entry.options.model_file_name === "string" ? entry.options.model_file_name : "model";
+  if (typeof entry.options.model_file_name === "string") return entry.options.model_file_name;
+  const suffix = DTYPE_SUFFIX[entry.dtype ?? "fp32"] ?? "";
+  const has = (base: string) => existsSync(join(entry.path, "onnx", `${base}${suffix}.onnx`));
+  return !has("model") && has(MERGED_DECODER) ? MERGED_DECODER : "model";
 }
+
+const MERGED_DECODER = "decoder_model_merged";
 
 /** The files a causal LM needs for a dtype (model file name overridable by the manifest's options). */
 export function requiredChatFiles(dtype: string, modelFileName = "model"): string[] {
