@@ -9,6 +9,7 @@ import { ensureBenchModels } from "../tools/models/bench_models.ts";
 const BENCHES = [
   "chat",
   "llama",
+  "onnx",
   "responsiveness",
   "embeddings",
   "whisper",

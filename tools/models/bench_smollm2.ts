@@ -5,11 +5,10 @@
 import { join } from "node:path";
 import { BYTE_TOKENS, type Merge, preTokenize, trainBpe, writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
 import { SMOLLM2_CHAT_TEMPLATE } from "./chat_templates.ts";
-import { buildDecoder, decoderConfig, type DecoderShape, type DecoderWeights } from "./decoder_graph.ts";
+import { decoderConfig, type DecoderShape, type DecoderWeights } from "./decoder_graph.ts";
 import { ENGLISH_WORDS, SAMPLE_TEXT } from "./english_words.ts";
 import { writeJson } from "./model_files.ts";
-import { MS_DOMAIN } from "./onnx_builder.ts";
-import { ONNX_FILE, type WeightFormat } from "./onnx_quantize.ts";
+import { type DecoderLayout, writeDecoderLayout } from "./decoder_layouts.ts";
 import { Prng } from "./prng.ts";
 import { bpeTokenizerMeta, decoderGguf } from "./gguf_writer.ts";
 
@@ -96,7 +95,22 @@ function randomWeights(s: DecoderShape, rng: Prng): DecoderWeights {
   };
 }
 
-export async function generate(outDir: string): Promise<void> {
+export function generate(outDir: string): Promise<void> {
+  return writeBenchModel(outDir, (["fp32", "q8", "q4"] as const).map((dtype) => ({ dtype })), true);
+}
+
+/** The same weights in the fused layout of onnxruntime-genai's model builder (`-ONNX-GQA` repos). */
+export const gqa = {
+  VERSION: "smollm2-135m-gqa-1",
+  generate: (outDir: string) =>
+    writeBenchModel(
+      outDir,
+      (["q8", "q4", "q4f16"] as const).map((dtype) => ({ dtype, attention: "fused", logitsToKeep: true })),
+      false,
+    ),
+};
+
+async function writeBenchModel(outDir: string, layouts: DecoderLayout[], gguf: boolean): Promise<void> {
   const s = SMOLLM2_SHAPE;
   const { vocab, merges } = smolVocab(s.vocabSize);
   await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
@@ -141,11 +155,8 @@ export async function generate(outDir: string): Promise<void> {
     transformers_version: "4.45.0",
   });
   const weights = randomWeights(s, new Prng("smollm2-135m-bench"));
-  for (const format of ["fp32", "q8", "q4"] as WeightFormat[]) {
-    await buildDecoder(s, weights, format).save(join(outDir, "onnx"), ONNX_FILE[format], {
-      extraOpsets: format === "q4" ? { [MS_DOMAIN]: 1 } : {},
-    });
-  }
+  for (const layout of layouts) await writeDecoderLayout(outDir, s, weights, layout, 8192);
+  if (!gguf) return;
   // The same weights as GGUF Q8_0 and Q4_0 for the llama.cpp backend and its benchmark.
   const tokenizer = bpeTokenizerMeta(JSON.parse(await Deno.readTextFile(join(outDir, "tokenizer.json"))));
   await Deno.mkdir(join(outDir, "gguf"), { recursive: true });

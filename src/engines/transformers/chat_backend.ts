@@ -16,11 +16,18 @@ import {
 import { TokenTexts } from "./token_texts.ts";
 import { filesBytes, onnxWeightFiles, tensorBytes } from "./weights.ts";
 import { templateMessage, templateTool } from "../template_view.ts";
-import { type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
+import { spinOf, type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
 
 type Tokenizer = Awaited<ReturnType<TransformersModule["AutoTokenizer"]["from_pretrained"]>>;
 type Model = Awaited<ReturnType<TransformersModule["AutoModelForCausalLM"]["from_pretrained"]>>;
 type Tensor = InstanceType<TransformersModule["Tensor"]>;
+
+interface OrtSession {
+  inputNames: readonly string[];
+  outputNames: readonly string[];
+  inputMetadata?: readonly { name: string; type?: string; shape?: readonly (number | string)[] }[];
+  run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
+}
 
 interface OrtTensor {
   location: string;
@@ -95,6 +102,12 @@ export class TransformersChat implements ChatBackend {
   readonly #ones: BigInt64Array;
   readonly #keepOne: Tensor | null;
   readonly #decode: (ids: number[]) => string;
+  /**
+   * The decoder session, run directly when every input it takes is one this class feeds (ids, mask,
+   * positions, the KV cache, num_logits_to_keep, use_cache_branch): no per-run input validation and wrapping
+   * by transformers.js. Anything else (hybrid caches, extra inputs) runs through transformers.js's forward.
+   */
+  readonly #direct: { session: OrtSession; empty: Record<string, OrtTensor>; flags: OrtTensor[] } | null;
 
   constructor(readonly entry: ModelEntry, parts: Parts, parallel = 1) {
     this.#p = parts;
@@ -116,6 +129,7 @@ export class TransformersChat implements ChatBackend {
     this.#keepOne = this.#inputs.has("num_logits_to_keep")
       ? new parts.tf.Tensor("int64", BigInt64Array.of(1n), [])
       : null;
+    this.#direct = entry.options.onnx_direct_run === false ? null : directRun(parts.tf, session);
     this.eosIds = new Set(
       [gen.eos_token_id, config.eos_token_id, tokenizer.eos_token_id].flat().filter(
         Number.isInteger,
@@ -313,6 +327,7 @@ export class TransformersChat implements ChatBackend {
         cut.set(data.subarray(r * len * d, r * len * d + length * d), r * length * d);
       }
       out[name] = new this.#p.tf.Tensor(ort.type as "float32", cut, [b, h, length, d]);
+      halfAsUint16(ortOf(out[name]));
     }
     return out;
   }
@@ -366,13 +381,27 @@ export class TransformersChat implements ChatBackend {
     feeds: Record<string, Tensor>,
     cache: Cache | null,
   ): Promise<{ row: Float32Array; cache: Cache }> {
+    const direct = this.#direct;
+    if (direct) {
+      const ortFeeds: Record<string, OrtTensor> = cache ? {} : { ...direct.empty };
+      for (const [name, t] of Object.entries(feeds)) if (this.#inputs.has(name)) ortFeeds[name] = ortOf(t);
+      if (cache) { for (const [name, t] of Object.entries(cache)) ortFeeds[name] = ortOf(t); }
+      if (this.#keepOne) ortFeeds.num_logits_to_keep = ortOf(this.#keepOne);
+      if (this.#inputs.has("use_cache_branch")) ortFeeds.use_cache_branch = direct.flags[cache ? 1 : 0];
+      const out = await direct.session.run(ortFeeds);
+      const next: Cache = {};
+      for (const [output, input] of this.#cacheNames) {
+        next[input] = new this.#p.tf.Tensor(halfAsUint16(out[output]) as never);
+      }
+      return { row: await lastRow(out.logits), cache: next };
+    }
     const inputs: Record<string, unknown> = feeds;
     if (cache) inputs.past_key_values = cache;
     if (this.#keepOne) inputs.num_logits_to_keep = this.#keepOne;
     const out = (await this.#p.model.forward(inputs)) as Record<string, Tensor>;
     const next: Cache = {};
     for (const [output, input] of this.#cacheNames) next[input] = out[output];
-    const row = await lastRow(out.logits);
+    const row = await lastRow(ortOf(out.logits));
     return { row, cache: next };
   }
 
@@ -408,13 +437,58 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
   return i;
 }
 
-function sessionOf(model: Model): { inputNames: string[]; outputNames: string[] } {
-  const sessions =
-    (model as unknown as { sessions: Record<string, { inputNames: string[]; outputNames: string[] }> })
-      .sessions;
+function sessionOf(model: Model): OrtSession {
+  const sessions = (model as unknown as { sessions: Record<string, OrtSession> }).sessions;
   const s = sessions.model ?? sessions.decoder_model_merged;
   if (!s) throw new Error("the model has no decoder session");
   return s;
+}
+
+/**
+ * onnxruntime-common hands float16 data out as Float16Array where the JS engine has one, but the native binding
+ * only takes Uint16Array back as an input (transformers.js's own forward patches its feeds the same way).
+ */
+function halfAsUint16(t: OrtTensor): OrtTensor {
+  const cpu = t as OrtTensor & { cpuData?: unknown };
+  if (t.location === "cpu" && typeof Float16Array !== "undefined" && cpu.cpuData instanceof Float16Array) {
+    const d = cpu.cpuData;
+    cpu.cpuData = new Uint16Array(d.buffer, d.byteOffset, d.length);
+  }
+  return t;
+}
+
+/** Inputs the direct run feeds itself; a session with any other input runs through transformers.js. */
+const DIRECT_INPUTS = new Set([
+  "input_ids",
+  "attention_mask",
+  "position_ids",
+  "num_logits_to_keep",
+  "use_cache_branch",
+]);
+
+/**
+ * What a direct run needs beyond the per-run feeds: the empty KV cache of a first run (zero positions, each
+ * input's own element type, so float16 caches stay float16) and use_cache_branch's two values; null when the
+ * session takes inputs it doesn't know or has caches other than past_key_values.
+ */
+function directRun(
+  tf: TransformersModule,
+  session: OrtSession,
+): { session: OrtSession; empty: Record<string, OrtTensor>; flags: OrtTensor[] } | null {
+  const past = session.inputNames.filter((n) => n.startsWith("past_key_values."));
+  if (session.inputNames.some((n) => !DIRECT_INPUTS.has(n) && !past.includes(n))) return null;
+  if (!session.inputMetadata) return null;
+  const empty: Record<string, OrtTensor> = {};
+  for (const name of past) {
+    const meta = session.inputMetadata.find((m) => m.name === name);
+    const shape = meta?.shape?.map((d, i) => typeof d === "number" && d >= 0 ? d : i === 0 ? 1 : 0);
+    const type = meta?.type === "float16" ? "float16" : "float32";
+    if (!shape || shape.length !== 4) return null;
+    const data = type === "float16" ? new Uint16Array(0) : new Float32Array(0);
+    empty[name] = halfAsUint16(ortOf(new tf.Tensor(type, data as never, shape)));
+  }
+  const flag = (v: boolean) => ortOf(new tf.Tensor("bool", [v] as never, [1]));
+  return { session, empty, flags: [flag(false), flag(true)] };
 }
 
 function ortOf(t: Tensor): OrtTensor {
@@ -422,8 +496,7 @@ function ortOf(t: Tensor): OrtTensor {
 }
 
 /** The last position's logits as float32 (a view when they already are; fp16 is widened; GPU is read back). */
-async function lastRow(logits: Tensor): Promise<Float32Array> {
-  const ort = ortOf(logits);
+async function lastRow(ort: OrtTensor): Promise<Float32Array> {
   const dims = ort.dims;
   const width = dims[dims.length - 1];
   const data = ort.location === "cpu" ? ort.data : await ort.getData(true);
@@ -472,13 +545,12 @@ function contextLengthOf(entry: ModelEntry, config: Record<string, unknown>, tok
   return candidates.length ? Math.min(...candidates) : 2048;
 }
 
-/** A message as chat templates expect it (Hugging Face's conventions: tool-call arguments as objects). */
 /**
- * Session options and device for a manifest entry on the bound runtime. The manifest's `options.ort_spinning:
- * true` turns onnxruntime's busy-waiting worker threads back on (for a machine dedicated to one model).
+ * Session options and device for a manifest entry on the bound runtime. The manifest's `options.ort_spinning`
+ * picks when onnxruntime's worker threads busy-wait (runtime.ts, Spin).
  */
 function modelDevice(rt: TransformersRuntime, entry: ModelEntry, threads: number) {
-  const spin = entry.options.ort_spinning === true;
+  const spin = spinOf(entry.options.ort_spinning);
   return { device: rt.device, session_options: rt.sessionOptions(entry.device, threads, true, spin) };
 }
 

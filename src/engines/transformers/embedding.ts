@@ -3,7 +3,7 @@
 // batch of token ids through it with the model's own pooling and normalization. Batching across requests is the API layer's business (batcher.ts).
 import type { Engine, LoadContext, ModelEntry } from "../types.ts";
 import { ModelFilesMissing } from "../../errors.ts";
-import { type TransformersModule, transformersRuntime } from "./runtime.ts";
+import { spinOf, type TransformersModule, transformersRuntime } from "./runtime.ts";
 import {
   ensureEmbeddingFiles,
   maxTokensOf,
@@ -140,7 +140,12 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
       ...opts,
       dtype: dtype as never,
       device: rt.device,
-      session_options: rt.sessionOptions(entry.device, ctx.threads),
+      session_options: rt.sessionOptions(
+        entry.device,
+        ctx.threads,
+        false,
+        spinOf(entry.options.ort_spinning),
+      ),
     });
   } catch (e) {
     if ((e as Error).name === "ModelFileNotFoundError" || e instanceof Deno.errors.NotFound) {

@@ -30,17 +30,39 @@ export interface TransformersRuntime {
   /**
    * Session options for a model whose manifest device is `pref` on this runtime (execution providers,
    * threads, where outputs stay). `keepOnGpu`: outputs (the KV cache) stay on the GPU between runs.
-   * `spin`: onnxruntime's CPU worker threads busy-wait between parallel sections (its default). Off here by
-   * default: on a shared or quota-limited CPU (containers, a client on the same box, other models) spinning
-   * threads steal the very cores the model needs; measured on this project's 2-vCPU machines, decoding was
-   * up to 1.6x faster without it under contention and no slower when idle.
+   * `spin`: whether onnxruntime's CPU worker threads busy-wait for work instead of sleeping (see Spin).
    */
   sessionOptions(
     pref: DevicePref,
     threads: number,
     keepOnGpu?: boolean,
-    spin?: boolean,
+    spin?: Spin,
   ): Record<string, unknown>;
+}
+
+/**
+ * onnxruntime's CPU worker threads between parallel sections:
+ *  - "run" (the default): they busy-wait while a run is in progress and stop when it returns
+ *    (session.force_spinning_stop). A decode step is hundreds of small kernels, and waking a sleeping thread for
+ *    each costs more than the kernel: spinning within runs decoded the SmolLM2-135M shape 1.4-1.5x faster
+ *    on 2 cores. Between runs (sampling, HTTP, other models) the threads sleep and leave the cores alone.
+ *  - "always": onnxruntime's own default, spinning between runs too (a machine dedicated to one model);
+ *  - "never": threads always sleep, the least CPU for the slowest runs.
+ */
+export type Spin = "run" | "always" | "never";
+
+/** The manifest's `options.ort_spinning`: true / false (always / never) or one of the Spin names. */
+export function spinOf(v: unknown): Spin {
+  if (v === true || v === "always") return "always";
+  if (v === false || v === "never") return "never";
+  return "run";
+}
+
+function spinConfig(spin: Spin): Record<string, unknown> {
+  return {
+    intra_op: { allow_spinning: spin === "never" ? "0" : "1" },
+    ...(spin === "run" ? { force_spinning_stop: "1" } : {}),
+  };
 }
 
 let chosen: Promise<TransformersRuntime> | undefined;
@@ -168,12 +190,12 @@ async function choose(pref: DevicePref, log: Logger): Promise<TransformersRuntim
       device: "cpu",
       adapter: "cpu",
       backend: "cpu via onnxruntime-node",
-      sessionOptions: (p, threads, _keepOnGpu, spin = false) =>
+      sessionOptions: (p, threads, _keepOnGpu, spin = "run") =>
         p === "webgpu" ? { executionProviders: ["webgpu"] } : {
           executionProviders: ["cpu"],
           intraOpNumThreads: threads,
           interOpNumThreads: 1,
-          extra: { session: { intra_op: { allow_spinning: spin ? "1" : "0" } } },
+          extra: { session: spinConfig(spin) },
         },
     };
   }

@@ -1,0 +1,179 @@
+// Benchmark of the ONNX chat path on the SmolLM2-135M shape (random weights), all in one run, through the
+// server (streamed over HTTP, greedy, ignore_eos): decode tokens/s and TTFT for q8 and q4 in
+//   - "before": today's layout (decomposed attention, as optimum exports it) run as this server did before
+//     issue 16: transformers.js's forward per token and onnxruntime's threads never spinning
+//     (`onnx_direct_run: false`, `ort_spinning: "never"` in the manifest);
+//   - "decomposed": the same files with the current defaults (direct session runs, spinning within runs);
+//   - "fused": the fused layout of onnxruntime-genai's model builder (GroupQueryAttention, RotaryEmbedding,
+//     SkipSimplifiedLayerNormalization, MatMulNBits), current defaults;
+// and libllama's own decode loop on the Q8_0 / Q4_0 GGUF of the same weights in this process (the llama.cpp
+// figure each bit width is compared with). Then embeddings inputs/s on the MiniLM-L6 shape, before/after.
+// Decode tokens/s: the extra tokens over the extra time between two lengths (64 and 16), so prefill and every
+// fixed cost cancel; TTFT: a ~128-token prompt that no earlier request shares (a cold prefill).
+//
+//   deno run -A bench/onnx_bench.ts [--rounds 5] [--threads 2]
+import { parseArgs } from "node:util";
+import { join } from "node:path";
+import { LlamaContext, LlamaModel, openLlama } from "../src/engines/llama/ffi.ts";
+import { startBenchServer } from "./bench_server.ts";
+import { median } from "./stats.ts";
+import { streamChat } from "./sse_client.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { rounds: { type: "string", default: "5" }, threads: { type: "string", default: "2" } },
+});
+const rounds = Number(values.rounds);
+const threads = Number(values.threads);
+const BENCH = "models/generated/bench";
+const DECOMPOSED = `${BENCH}/smollm2-135m-instruct`;
+const FUSED = `${BENCH}/smollm2-135m-gqa`;
+const MINILM = `${BENCH}/all-minilm-l6-v2`;
+const LONG = 64;
+const SHORT = 16;
+const BEFORE = { onnx_direct_run: false, ort_spinning: "never" };
+
+const BITS = [{ dtype: "q8", gguf: "Q8_0" }, { dtype: "q4", gguf: "Q4_0" }] as const;
+const VARIANTS = [
+  { name: "before", path: DECOMPOSED, options: BEFORE },
+  { name: "decomposed", path: DECOMPOSED, options: {} },
+  { name: "fused", path: FUSED, options: {} },
+] as const;
+
+const models: Record<string, unknown> = {};
+for (const { dtype } of BITS) {
+  for (const v of VARIANTS) {
+    models[`${v.name}-${dtype}`] = { task: "chat", path: v.path, dtype, device: "cpu", options: v.options };
+  }
+}
+models["embed-before"] = { task: "embedding", path: MINILM, dtype: "fp32", device: "cpu", options: BEFORE };
+models["embed-after"] = { task: "embedding", path: MINILM, dtype: "fp32", device: "cpu", options: {} };
+
+const WORDS = (
+  "the people of the river town build small boats from old wood and paint them blue before the summer " +
+  "market where farmers sell fresh bread cheese apples honey and warm soup to travelers who arrive early"
+).split(" ");
+let nonce = 0;
+/** A ~128-token prompt no other request shares (a fresh first word), so each prefill is cold. */
+const prompt = () => {
+  const k = ++nonce;
+  return [{
+    role: "user",
+    content: `Note ${k}: ` +
+      Array.from({ length: 100 }, (_, i) => WORDS[(i * 7 + k) % WORDS.length]).join(" "),
+  }];
+};
+const ask = (model: string, maxTokens: number) => ({
+  model,
+  messages: prompt(),
+  stream: true,
+  stream_options: { include_usage: true },
+  max_tokens: maxTokens,
+  ignore_eos: true,
+  temperature: 0,
+});
+
+// libllama's own loop, one context per file, made before the server starts.
+const sym = openLlama();
+const lib: Record<string, LlamaContext> = {};
+for (const { gguf } of BITS) {
+  const model = new LlamaModel(sym, join(DECOMPOSED, "gguf", `smollm2-135m-${gguf}.gguf`), { gpuLayers: 0 });
+  lib[gguf] = new LlamaContext(model, {
+    nCtx: 2048,
+    nBatch: 512,
+    nSeqMax: 1,
+    threads,
+    embeddings: false,
+    pooling: -1,
+  });
+  lib[gguf].benchDecode(32, 8);
+}
+
+const { url, close } = await startBenchServer(models, [`--threads=${threads}`, "--parallel=1"]);
+const f1 = (x: number) => x.toFixed(1);
+const out: string[] = [
+  `SmolLM2-135M shape (random weights), ${threads} threads, CPU, through the server (streamed, greedy), ` +
+  `decode = (${LONG} - ${SHORT}) extra tokens over the extra time, ${rounds} rounds, medians.`,
+  "",
+  "| bits | layout | TTFT ms | decode tok/s | vs before | vs llama.cpp |",
+  "|---|---|---:|---:|---:|---:|",
+];
+const goals: string[] = [];
+try {
+  for (const { dtype, gguf } of BITS) {
+    const names = VARIANTS.map((v) => `${v.name}-${dtype}`);
+    for (const name of names) await streamChat(url, ask(name, 8)); // load + warm up
+    const long: Record<string, number[]> = {};
+    const short: Record<string, number[]> = {};
+    const ttft: Record<string, number[]> = {};
+    const libLong: number[] = [];
+    const libShort: number[] = [];
+    const libPrompt: number[] = [];
+    let promptTokens = 0;
+    // Interleaved, so drift on a shared machine reaches every variant alike.
+    for (let r = 0; r < rounds; r++) {
+      for (const name of names) {
+        const a = await streamChat(url, ask(name, LONG));
+        const b = await streamChat(url, ask(name, SHORT));
+        (long[name] ??= []).push(a.total);
+        (short[name] ??= []).push(b.total);
+        (ttft[name] ??= []).push(a.ttft, b.ttft);
+        promptTokens = a.promptTokens;
+      }
+      const la = lib[gguf].benchDecode(promptTokens, LONG);
+      const lb = lib[gguf].benchDecode(promptTokens, SHORT);
+      libLong.push(la.genMs), libShort.push(lb.genMs), libPrompt.push(la.promptMs, lb.promptMs);
+    }
+    const tps = (l: number[], s: number[]) => ((LONG - SHORT) / (median(l) - median(s))) * 1000;
+    const llama = tps(libLong, libShort);
+    const before = tps(long[names[0]], short[names[0]]);
+    let best = 0;
+    for (const name of names) {
+      const t = tps(long[name], short[name]);
+      best = Math.max(best, t);
+      out.push(
+        `| ${dtype} | ${name.slice(0, -dtype.length - 1)} | ${f1(median(ttft[name]))} | ${f1(t)} | ` +
+          `${(t / before).toFixed(2)}x | ${(t / llama * 100).toFixed(0)}% |`,
+      );
+    }
+    out.push(`| ${gguf} | llama.cpp (libllama loop) | ${f1(median(libPrompt))} | ${f1(llama)} | | 100% |`);
+    goals.push(
+      `${dtype}: best ONNX layout ${(best / before).toFixed(2)}x before (goal >= 1.5x), ` +
+        `${
+          (best / llama * 100).toFixed(0)
+        }% of llama.cpp ${gguf} (goal >= 60%); prompt ${promptTokens} tokens.`,
+    );
+  }
+
+  // Embeddings: 32 inputs of ~12 words per request, inputs/s.
+  const inputs = (k: number) =>
+    Array.from({ length: 32 }, (_, i) => `${k}.${i} ` + WORDS.slice(i % 20, (i % 20) + 12).join(" "));
+  const embed = async (model: string, k: number) => {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/v1/embeddings`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, input: inputs(k) }),
+    });
+    if (!res.ok) throw new Error(`embeddings: ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+    return performance.now() - t0;
+  };
+  const emb: Record<string, number[]> = { "embed-before": [], "embed-after": [] };
+  for (const m of Object.keys(emb)) await embed(m, 0);
+  for (let r = 0; r < rounds * 2; r++) for (const m of Object.keys(emb)) emb[m].push(await embed(m, r + 1));
+  const ips = (m: string) => 32 / (median(emb[m]) / 1000);
+  out.push(
+    "",
+    "MiniLM-L6 shape, fp32, 32 inputs of ~12 words per request, through the server:",
+    "",
+    "| embeddings | inputs/s |",
+    "|---|---:|",
+    `| before (threads never spin) | ${f1(ips("embed-before"))} |`,
+    `| after (spinning within runs) | ${f1(ips("embed-after"))} |`,
+  );
+  goals.push(`embeddings: ${(ips("embed-after") / ips("embed-before")).toFixed(2)}x before.`);
+  console.log([...out, "", ...goals].join("\n"));
+} finally {
+  await close();
+}
