@@ -9,6 +9,17 @@ import { GENERATED_MODELS, MODELS_DIR, REPO_ROOT } from "../helpers.ts";
 
 const MODEL = "chat-tiny";
 const HELLO = "Hello from chat-tiny!";
+/** Other ONNX layouts of chat-tiny (tests/e2e/onnx_layouts_test.ts runs them all on the CPU). */
+const LAYOUTS = Object.fromEntries(
+  [["gqa", "chat-tiny-gqa", "fp32"], ["gqa", "chat-tiny-gqa", "q4"], ["split", "chat-tiny-split", "q4"], [
+    "merged",
+    "chat-tiny-merged",
+    "q4",
+  ]].map(([name, folder, dtype]) => [
+    `${name}-${dtype}`,
+    { task: "chat", path: `generated/${folder}`, dtype, device: "auto" },
+  ]),
+);
 
 async function adapterName(): Promise<string | null> {
   // The Vulkan loader complains without a runtime dir; any writable one will do.
@@ -52,7 +63,7 @@ Deno.test({
       JSON.stringify({
         defaults: { chat: MODEL },
         aliases: {},
-        models: { [MODEL]: { ...GENERATED_MODELS.models[MODEL], device: "auto" } },
+        models: { [MODEL]: { ...GENERATED_MODELS.models[MODEL], device: "auto" }, ...LAYOUTS },
       }),
     );
     const port = freePort();
@@ -146,6 +157,21 @@ Deno.test({
       });
       assert.equal(forever.choices[0].message.content, "Tick tock tick tock tick");
       assert.equal(forever.choices[0].finish_reason, "length");
+
+      // The fused operators, external data and a merged decoder on the GPU, with the same replies.
+      for (const model of Object.keys(LAYOUTS)) {
+        const hi = await client.chat.completions.create({
+          model,
+          messages: [{ role: "user", content: "Hi there!" }],
+        });
+        assert.equal(hi.choices[0].message.content, HELLO, model);
+        const tick = await client.chat.completions.create({
+          model,
+          messages: [{ role: "user", content: "Count forever" }],
+          max_tokens: 5,
+        });
+        assert.equal(tick.choices[0].message.content, "Tick tock tick tock tick", model);
+      }
     } finally {
       child.kill("SIGTERM");
       const status = await child.status;
