@@ -7,7 +7,8 @@
 //   - "fused": the fused layout of onnxruntime-genai's model builder (GroupQueryAttention, RotaryEmbedding,
 //     SkipSimplifiedLayerNormalization, MatMulNBits), current defaults;
 // and libllama's own decode loop on the Q8_0 / Q4_0 GGUF of the same weights in this process (the llama.cpp
-// figure each bit width is compared with). Then embeddings inputs/s on the MiniLM-L6 shape, before/after.
+// figure each bit width is compared with), and each variant's own prefill/step loop on this thread without the
+// server (what the HTTP side costs). Then embeddings inputs/s on the MiniLM-L6 shape, before/after.
 // Decode tokens/s: the extra tokens over the extra time between two lengths (64 and 16), so prefill and every
 // fixed cost cancel; TTFT: a ~128-token prompt that no earlier request shares (a cold prefill).
 //
@@ -17,6 +18,9 @@ import { join } from "node:path";
 import { LlamaContext, LlamaModel, openLlama } from "../src/engines/llama/ffi.ts";
 import { startBenchServer } from "./bench_server.ts";
 import { median } from "./stats.ts";
+import { loadChatBackend } from "../src/engines/transformers/chat_backend.ts";
+import { createLogger } from "../src/log.ts";
+import { argmax } from "../src/chat/sampler.ts";
 import { streamChat } from "./sse_client.ts";
 
 const { values } = parseArgs({
@@ -89,6 +93,38 @@ for (const { gguf } of BITS) {
   lib[gguf].benchDecode(32, 8);
 }
 
+/** Decode tok/s of the ONNX backend's own step loop (greedy argmax) after a prompt of `promptTokens`. */
+async function stepLoop(path: string, dtype: string, options: Record<string, unknown>, promptTokens: number) {
+  const e = await loadChatBackend({
+    id: "loop",
+    task: "chat",
+    engine: "transformers",
+    path,
+    dtype,
+    device: "cpu",
+    options,
+    created: 0,
+    ownedBy: "bench",
+  }, { modelsDir: path, threads, allowRemote: false, log: createLogger("json", () => {}) });
+  const ids = e.encode(prompt()[0].content.repeat(3), false).slice(0, promptTokens);
+  const decode = async (n: number) => {
+    const seq = e.open();
+    let tok = argmax((await e.prefill(seq, ids)).logits);
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) tok = argmax(await e.step(seq, tok));
+    const ms = performance.now() - t0;
+    e.close(seq);
+    e.clearCache();
+    return ms;
+  };
+  await decode(4);
+  const long: number[] = [];
+  const short: number[] = [];
+  for (let r = 0; r < rounds; r++) long.push(await decode(LONG)), short.push(await decode(SHORT));
+  await e.dispose();
+  return ((LONG - SHORT) / (median(long) - median(short))) * 1000;
+}
+
 const { url, close } = await startBenchServer(models, [`--threads=${threads}`, "--parallel=1"]);
 const f1 = (x: number) => x.toFixed(1);
 const out: string[] = [
@@ -137,6 +173,13 @@ try {
       );
     }
     out.push(`| ${gguf} | llama.cpp (libllama loop) | ${f1(median(libPrompt))} | ${f1(llama)} | | 100% |`);
+    // The backend's own prefill/step loop on this thread, greedy, no server: what the HTTP side costs.
+    for (const v of VARIANTS) {
+      const t = await stepLoop(v.path, dtype, v.options, promptTokens);
+      out.push(
+        `| ${dtype} | ${v.name}, backend loop in-process | | ${f1(t)} | | ${(t / llama * 100).toFixed(0)}% |`,
+      );
+    }
     goals.push(
       `${dtype}: best ONNX layout ${(best / before).toFixed(2)}x before (goal >= 1.5x), ` +
         `${
