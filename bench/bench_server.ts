@@ -6,6 +6,7 @@ import { parseConfig } from "../src/config.ts";
 import { createLogger } from "../src/log.ts";
 import { type RunningServer, startServer } from "../src/server.ts";
 import { builtinLoaders } from "../src/loaders.ts";
+import { LlamaContext, LlamaModel, openLlama } from "../src/engines/llama/ffi.ts";
 
 export const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -42,4 +43,38 @@ export async function startBenchServer(
       await Deno.remove(tmp, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/**
+ * A streamed chat request of exactly `maxTokens` tokens (ignore_eos), greedy as libllama's loop picks its
+ * tokens (argmax in C): the comparisons are of decoding, not sampling.
+ */
+export function greedyStream(model: string, messages: unknown[], maxTokens: number) {
+  return {
+    model,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+    max_tokens: maxTokens,
+    ignore_eos: true,
+    temperature: 0,
+  };
+}
+
+let symbols: ReturnType<typeof openLlama> | undefined;
+
+/** libllama's own decode loop on a GGUF file (one context, one sequence), warmed up, in this process. */
+export function libllamaLoop(path: string, threads: number): LlamaContext {
+  symbols ??= openLlama();
+  const model = new LlamaModel(symbols, path, { gpuLayers: 0 });
+  const ctx = new LlamaContext(model, {
+    nCtx: 2048,
+    nBatch: 512,
+    nSeqMax: 1,
+    threads,
+    embeddings: false,
+    pooling: -1,
+  });
+  ctx.benchDecode(32, 8);
+  return ctx;
 }

@@ -15,10 +15,10 @@
 //   deno run -A bench/llama_bench.ts [--threads 2] [--rounds 5] [--new-tokens 64] [--parallel 8]
 import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { LlamaContext, LlamaModel, openLlama } from "../src/engines/llama/ffi.ts";
+import type { LlamaContext } from "../src/engines/llama/ffi.ts";
 import { median } from "./stats.ts";
 import { streamChat } from "./sse_client.ts";
-import { ROOT, startBenchServer } from "./bench_server.ts";
+import { greedyStream, libllamaLoop, ROOT, startBenchServer } from "./bench_server.ts";
 
 const DIR = "models/generated/bench/smollm2-135m-instruct/gguf";
 const { values } = parseArgs({
@@ -44,33 +44,11 @@ function text(words: number): string {
   const n = ++nonce;
   return `Note ${n}: ` + Array.from({ length: words }, (_, i) => WORDS[(i * 7 + n) % WORDS.length]).join(" ");
 }
-const ask = (model: string, messages: unknown[], tokens: number) => ({
-  model,
-  messages,
-  stream: true,
-  stream_options: { include_usage: true },
-  max_tokens: tokens,
-  ignore_eos: true,
-  // Greedy, as libllama's loop picks its tokens (argmax in C): the comparison is decode, not sampling.
-  temperature: 0,
-});
+const ask = greedyStream;
 
 // 1a. libllama's own loop in this process, one context per file, made before the server starts.
-const sym = openLlama();
-const direct: Record<string, { model: LlamaModel; ctx: LlamaContext }> = {};
-for (const t of TYPES) {
-  const model = new LlamaModel(sym, join(ROOT, DIR, `smollm2-135m-${t}.gguf`), { gpuLayers: 0 });
-  const ctx = new LlamaContext(model, {
-    nCtx: 2048,
-    nBatch: 512,
-    nSeqMax: 1,
-    threads,
-    embeddings: false,
-    pooling: -1,
-  });
-  ctx.benchDecode(32, 8);
-  direct[t] = { model, ctx };
-}
+const direct: Record<string, { ctx: LlamaContext }> = {};
+for (const t of TYPES) direct[t] = { ctx: libllamaLoop(join(ROOT, DIR, `smollm2-135m-${t}.gguf`), threads) };
 
 const { url, close } = await startBenchServer(
   Object.fromEntries(
@@ -199,6 +177,6 @@ for (const t of TYPES) {
 }
 
 console.log([...out, "", ...conc, "", ...cache, "", ...goals.map((g) => `- ${g}`)].join("\n"));
-for (const { model, ctx } of Object.values(direct)) ctx.free(), model.free();
+for (const { ctx } of Object.values(direct)) ctx.free(), ctx.model.free();
 await close();
 Deno.exit(0);

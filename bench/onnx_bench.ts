@@ -15,8 +15,8 @@
 //   deno run -A bench/onnx_bench.ts [--rounds 5] [--threads 2]
 import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { LlamaContext, LlamaModel, openLlama } from "../src/engines/llama/ffi.ts";
-import { startBenchServer } from "./bench_server.ts";
+import type { LlamaContext } from "../src/engines/llama/ffi.ts";
+import { greedyStream, libllamaLoop, startBenchServer } from "./bench_server.ts";
 import { median } from "./stats.ts";
 import { loadChatBackend } from "../src/engines/transformers/chat_backend.ts";
 import { createLogger } from "../src/log.ts";
@@ -67,30 +67,12 @@ const prompt = () => {
       Array.from({ length: 100 }, (_, i) => WORDS[(i * 7 + k) % WORDS.length]).join(" "),
   }];
 };
-const ask = (model: string, maxTokens: number) => ({
-  model,
-  messages: prompt(),
-  stream: true,
-  stream_options: { include_usage: true },
-  max_tokens: maxTokens,
-  ignore_eos: true,
-  temperature: 0,
-});
+const ask = (model: string, maxTokens: number) => greedyStream(model, prompt(), maxTokens);
 
 // libllama's own loop, one context per file, made before the server starts.
-const sym = openLlama();
 const lib: Record<string, LlamaContext> = {};
 for (const { gguf } of BITS) {
-  const model = new LlamaModel(sym, join(DECOMPOSED, "gguf", `smollm2-135m-${gguf}.gguf`), { gpuLayers: 0 });
-  lib[gguf] = new LlamaContext(model, {
-    nCtx: 2048,
-    nBatch: 512,
-    nSeqMax: 1,
-    threads,
-    embeddings: false,
-    pooling: -1,
-  });
-  lib[gguf].benchDecode(32, 8);
+  lib[gguf] = libllamaLoop(join(DECOMPOSED, "gguf", `smollm2-135m-${gguf}.gguf`), threads);
 }
 
 /** Decode tok/s of the ONNX backend's own step loop (greedy argmax) after a prompt of `promptTokens`. */
@@ -219,4 +201,5 @@ try {
   console.log([...out, "", ...goals].join("\n"));
 } finally {
   await close();
+  for (const ctx of Object.values(lib)) ctx.free(), ctx.model.free();
 }

@@ -6,7 +6,7 @@
 // input_ids, attention_mask, position_ids, past_key_values.N.key/value -> logits, present.N.key/value.
 import { DataType, type GraphBuilder, MS_DOMAIN } from "./onnx_builder.ts";
 import { dimOf } from "./onnx_layers.ts";
-import { matMulNBits, Q4_BLOCK_SIZE, type WeightFormat } from "./onnx_quantize.ts";
+import { type WeightFormat, weightMatMul } from "./onnx_quantize.ts";
 import {
   type DecoderShape,
   type DecoderWeights,
@@ -21,13 +21,11 @@ function fusedMatMul(
   b: GraphBuilder,
   x: string,
   w: Float32Array,
-  inDim: number,
-  outDim: number,
+  dims: [number, number],
   name: string,
   format: WeightFormat,
 ): string {
-  if (format === "fp32") return b.op("MatMul", [x, b.init(name, w, [inDim, outDim])], {}, { name });
-  return matMulNBits(b, x, w, inDim, outDim, name, format === "q8" ? 8 : 4, Q4_BLOCK_SIZE);
+  return weightMatMul(b, x, w, dims[0], dims[1], name, format, { q8: "nbits" });
 }
 
 /** cos/sin caches [maxPositions, hd/2] for RotaryEmbedding (non-interleaved, HF rotate_half pairs). */
@@ -83,7 +81,7 @@ export function buildFusedDecoder(
   w.layers.forEach((lw, l) => {
     const p = `model.layers.${l}`;
     const mm = (h: string, m: Float32Array, i: number, o: number, n: string) =>
-      fusedMatMul(b, h, m, i, o, `${p}.${n}`, format);
+      fusedMatMul(b, h, m, [i, o], `${p}.${n}`, format);
     const withBias = (y: string, bias: Float32Array | undefined, n: string) =>
       bias ? b.op("Add", [y, b.init(`${p}.${n}.bias`, bias, [bias.length])]) : y;
     const rotary = (x: string) =>
@@ -114,7 +112,7 @@ export function buildFusedDecoder(
 
   const normed = logitsToKeep(b, norm(w.finalNorm, "model.norm.weight"), opts);
   const head = w.lmHead ?? transpose(w.embed, s.vocabSize, D);
-  const logits = fusedMatMul(b, normed, head, D, s.vocabSize, "lm_head", format);
+  const logits = fusedMatMul(b, normed, head, [D, s.vocabSize], "lm_head", format);
   b.output(logits, "logits", DataType.FLOAT, ["batch_size", "sequence_length", s.vocabSize]);
   return b;
 }

@@ -17,14 +17,12 @@ export const ONNX_FILE: Record<WeightFormat, string> = {
   bnb4: "model_bnb4.onnx",
 };
 
-/** Formats whose graphs use com.microsoft operators. */
-export function usesMsDomain(format: WeightFormat): boolean {
-  return format === "q4" || format === "bnb4";
-}
-
 export const Q4_BLOCK_SIZE = 32;
 
-/** x @ W where W is [inDim, outDim] row-major, written in the requested precision. */
+/**
+ * x @ W where W is [inDim, outDim] row-major, written in the requested precision. `q8: "nbits"` writes 8-bit
+ * MatMulNBits instead of MatMulInteger, as onnxruntime-genai's model builder does for int8.
+ */
 export function weightMatMul(
   b: GraphBuilder,
   x: string,
@@ -33,8 +31,12 @@ export function weightMatMul(
   outDim: number,
   name: string,
   format: WeightFormat,
+  opts: { q8?: "integer" | "nbits" } = {},
 ): string {
   if (format === "fp32") return b.op("MatMul", [x, b.init(name, w, [inDim, outDim])], {}, { name });
+  if (format === "q8" && opts.q8 === "nbits") {
+    return matMulNBits(b, x, w, inDim, outDim, name, 8, Q4_BLOCK_SIZE);
+  }
   if (format === "q8" || format === "int8") return matMulInteger(b, x, w, inDim, outDim, name);
   if (format === "bnb4") return matMulBnb4(b, x, w, inDim, outDim, name, BNB4_BLOCK_SIZE);
   return matMulNBits(b, x, w, inDim, outDim, name, 4, Q4_BLOCK_SIZE);
