@@ -3,9 +3,9 @@
 //   - "before": today's layout (decomposed attention, as optimum exports it) run as this server did before
 //     issue 16: transformers.js's forward per token and onnxruntime's threads never spinning
 //     (`onnx_direct_run: false`, `ort_spinning: "never"` in the manifest);
-//   - "decomposed": the same files with the current defaults (direct session runs, spinning within runs);
+//   - "decomposed": the same files with spinning within runs (the default) and direct session runs (opt-in);
 //   - "fused": the fused layout of onnxruntime-genai's model builder (GroupQueryAttention, RotaryEmbedding,
-//     SkipSimplifiedLayerNormalization, MatMulNBits), current defaults;
+//     SkipSimplifiedLayerNormalization, MatMulNBits), same options;
 // and libllama's own decode loop on the Q8_0 / Q4_0 GGUF of the same weights in this process (the llama.cpp
 // figure each bit width is compared with), and each variant's own prefill/step loop on this thread without the
 // server (what the HTTP side costs). Then embeddings inputs/s on the MiniLM-L6 shape, before/after.
@@ -40,8 +40,8 @@ const BEFORE = { onnx_direct_run: false, ort_spinning: "never" };
 const BITS = [{ dtype: "q8", gguf: "Q8_0" }, { dtype: "q4", gguf: "Q4_0" }] as const;
 const VARIANTS = [
   { name: "before", path: DECOMPOSED, options: BEFORE },
-  { name: "decomposed", path: DECOMPOSED, options: {} },
-  { name: "fused", path: FUSED, options: {} },
+  { name: "decomposed", path: DECOMPOSED, options: { onnx_direct_run: true } },
+  { name: "fused", path: FUSED, options: { onnx_direct_run: true } },
 ] as const;
 
 const models: Record<string, unknown> = {};

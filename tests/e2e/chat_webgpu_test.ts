@@ -121,7 +121,7 @@ Deno.test({
       const logs = logLines.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
       const runtime = logs.find((l) => l.msg === "transformers runtime");
       assert.equal(runtime?.device, "webgpu", JSON.stringify(runtime));
-      const loaded = logs.find((l) => l.msg === "chat model ready");
+      const loaded = logs.find((l) => l.msg === "chat model ready" && l.model === MODEL);
       assert.match(loaded?.backend ?? "", /^webgpu \(.+\) via onnxruntime-web fp32$/);
       assert.equal(loaded?.adapter, adapter);
 

@@ -4,7 +4,8 @@
 // model_{fp16,int8,bnb4,q4f16}.onnx beside fp32/q8/q4 (decomposed attention as optimum exports it), the fused
 // operators of onnxruntime-genai's model builder (chat-tiny-gqa, with num_logits_to_keep), weights in external
 // `.onnx_data` files (chat-tiny-split) and an older merged decoder with use_cache_branch (chat-tiny-merged,
-// found without any manifest option). A second turn reuses the prompt cache in every layout.
+// found without any manifest option). A second turn reuses the prompt cache in every layout. Each layout runs
+// twice: through transformers.js's forward (the default) and through the backend's direct session runs.
 import assert from "node:assert/strict";
 import { GENERATED_MODELS, startTestServer, type TestServer } from "../helpers.ts";
 import { WEATHER_TOOL } from "../support/tools.ts";
@@ -26,6 +27,14 @@ const models: ManifestJson["models"] = {};
 for (const [layout, { folder, dtypes }] of Object.entries(LAYOUTS)) {
   for (const dtype of dtypes) {
     models[`${layout}-${dtype}`] = { task: "chat", path: `generated/${folder}`, dtype, device: "cpu" };
+    // The same through the backend's direct session runs (opt-in).
+    models[`${layout}-${dtype}-direct`] = {
+      task: "chat",
+      path: `generated/${folder}`,
+      dtype,
+      device: "cpu",
+      options: { onnx_direct_run: true },
+    };
   }
 }
 

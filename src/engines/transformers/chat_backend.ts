@@ -105,7 +105,8 @@ export class TransformersChat implements ChatBackend {
   /**
    * The decoder session, run directly when every input it takes is one this class feeds (ids, mask,
    * positions, the KV cache, num_logits_to_keep, use_cache_branch): no per-run input validation and wrapping
-   * by transformers.js. Anything else (hybrid caches, extra inputs) runs through transformers.js's forward.
+   * by transformers.js. Anything else (hybrid caches, extra inputs) runs through transformers.js's forward, as
+   * does every model without the manifest's `options.onnx_direct_run: true`.
    */
   readonly #direct: { session: OrtSession; empty: Record<string, OrtTensor>; flags: OrtTensor[] } | null;
 
@@ -129,7 +130,8 @@ export class TransformersChat implements ChatBackend {
     this.#keepOne = this.#inputs.has("num_logits_to_keep")
       ? new parts.tf.Tensor("int64", BigInt64Array.of(1n), [])
       : null;
-    this.#direct = entry.options.onnx_direct_run === false ? null : directRun(parts.tf, session);
+    // Opt-in for now: the load test's resident set grew ~2-3 KB more per request with it (not yet explained).
+    this.#direct = entry.options.onnx_direct_run === true ? directRun(parts.tf, session) : null;
     this.eosIds = new Set(
       [gen.eos_token_id, config.eos_token_id, tokenizer.eos_token_id].flat().filter(
         Number.isInteger,
