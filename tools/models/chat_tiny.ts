@@ -1,7 +1,7 @@
 // Owns the chat-tiny generator: a 2-layer Qwen2-architecture decoder with crafted weights (see
 // chat_tiny_weights.ts) whose greedy replies are fixed by marker words in the prompt (see chat_tiny_vocab.ts
-// and README.md), in the onnx-community folder layout, as fp32, q8 and q4 ONNX files, and as F32 and Q8_0
-// GGUF files (gguf/) for the llama.cpp backend.
+// and README.md), in the onnx-community folder layout, as ONNX files in every dtype (decoder_layouts.ts), and as
+// F32 and Q8_0 GGUF files (gguf/) for the llama.cpp backend.
 import { join } from "node:path";
 import { type AddedToken, type Merge, writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
 import { craftChatTinyWeights } from "./chat_tiny_weights.ts";

@@ -51,14 +51,21 @@ export interface TransformersRuntime {
  */
 export type Spin = "run" | "always" | "never";
 
-/** The manifest's `options.ort_spinning`: true / false (always / never) or one of the Spin names. */
+/**
+ * The manifest's `options.ort_spinning`: absent (run), true / false (always / never) or one of the Spin names.
+ * Anything else fails the model's load, naming the option, rather than being read as the default.
+ */
 export function spinOf(v: unknown): Spin {
+  if (v === undefined || v === "run") return "run";
   if (v === true || v === "always") return "always";
   if (v === false || v === "never") return "never";
-  return "run";
+  throw new Error(
+    `options.ort_spinning must be "run", "always" or "never" (or true / false), not ${JSON.stringify(v)}`,
+  );
 }
 
-function spinConfig(spin: Spin): Record<string, unknown> {
+/** onnxruntime-node's session config entries (under `extra.session`) for a Spin. */
+export function spinConfig(spin: Spin): Record<string, unknown> {
   return {
     intra_op: { allow_spinning: spin === "never" ? "0" : "1" },
     ...(spin === "run" ? { force_spinning_stop: "1" } : {}),
