@@ -11,11 +11,13 @@ const MODEL = "chat-tiny";
 const HELLO = "Hello from chat-tiny!";
 /** Other ONNX layouts of chat-tiny (tests/e2e/onnx_layouts_test.ts runs them all on the CPU). */
 const LAYOUTS = Object.fromEntries(
-  [["gqa", "chat-tiny-gqa", "fp32"], ["gqa", "chat-tiny-gqa", "q4"], ["split", "chat-tiny-split", "q4"], [
-    "merged",
-    "chat-tiny-merged",
-    "q4",
-  ]].map(([name, folder, dtype]) => [
+  [
+    ["gqa", "chat-tiny-gqa", "fp32"],
+    ["gqa", "chat-tiny-gqa", "q4"],
+    ["packed", "chat-tiny-gqa-packed", "q4"],
+    ["split", "chat-tiny-split", "q4"],
+    ["merged", "chat-tiny-merged", "q4"],
+  ].map(([name, folder, dtype]) => [
     `${name}-${dtype}`,
     { task: "chat", path: `generated/${folder}`, dtype, device: "auto" },
   ]),

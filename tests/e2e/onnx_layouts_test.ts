@@ -2,7 +2,8 @@
 // server and asked the same questions through the official `openai` client: each must give chat-tiny's exact
 // replies (plain text, a tool call, a long streamed reply) and the same usage as the fp32 reference. Layouts:
 // model_{fp16,int8,bnb4,q4f16}.onnx beside fp32/q8/q4 (decomposed attention as optimum exports it), the fused
-// operators of onnxruntime-genai's model builder (chat-tiny-gqa, with num_logits_to_keep), weights in external
+// operators of onnxruntime-genai's model builder (chat-tiny-gqa, with num_logits_to_keep; chat-tiny-gqa-packed,
+// its CPU form with packed QKV, rotary inside the attention and gate/up packed), weights in external
 // `.onnx_data` files (chat-tiny-split) and an older merged decoder with use_cache_branch (chat-tiny-merged,
 // found without any manifest option). A second turn reuses the prompt cache in every layout. Each layout runs
 // twice: through transformers.js's forward (the default) and through the backend's direct session runs.
@@ -19,6 +20,7 @@ const FOREVER = [{ role: "user" as const, content: "Count forever" }];
 const LAYOUTS: Record<string, { folder: string; dtypes: string[] }> = {
   decomposed: { folder: "chat-tiny", dtypes: ["fp16", "q8", "int8", "q4", "q4f16", "bnb4"] },
   gqa: { folder: "chat-tiny-gqa", dtypes: ["fp32", "fp16", "q8", "q4", "q4f16"] },
+  packed: { folder: "chat-tiny-gqa-packed", dtypes: ["fp32", "fp16", "q8", "q4", "q4f16"] },
   split: { folder: "chat-tiny-split", dtypes: ["fp32", "q4"] },
   merged: { folder: "chat-tiny-merged", dtypes: ["fp32", "q4"] },
 };

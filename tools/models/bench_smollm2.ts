@@ -1,6 +1,6 @@
 // Owns the SmolLM2-135M-Instruct-shaped benchmark model: the real architecture (Llama, 30 layers, hidden 576,
 // 9 heads / 3 KV heads, vocab 49152, tied embeddings) with seeded random weights, as fp32, q8 and q4 ONNX
-// (and q8, q4, q4f16 in the fused layout: `gqa`), and as Q8_0 and Q4_0 GGUF (gguf/), plus a 49152-entry byte-level BPE tokenizer (trained merges topped up with synthetic ones) and the chat
+// (and q8, q4, q4f16 in the packed fused layout: `gqa`), and as Q8_0 and Q4_0 GGUF (gguf/), plus a 49152-entry byte-level BPE tokenizer (trained merges topped up with synthetic ones) and the chat
 // template. Its output is gibberish by design: it exists to measure speed and memory at a real size.
 import { join } from "node:path";
 import { BYTE_TOKENS, type Merge, preTokenize, trainBpe, writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
@@ -99,13 +99,21 @@ export function generate(outDir: string): Promise<void> {
   return writeBenchModel(outDir, (["fp32", "q8", "q4"] as const).map((dtype) => ({ dtype })), true);
 }
 
-/** The same weights in the fused layout of onnxruntime-genai's model builder (`-ONNX-GQA` repos). */
+/**
+ * The same weights in the fused layout of onnxruntime-genai's model builder (`-ONNX-GQA` repos), in its CPU
+ * form: packed QKV with the rotary embedding inside GroupQueryAttention, gate and up in one MatMulNBits.
+ */
 export const gqa = {
-  VERSION: "smollm2-135m-gqa-1",
+  VERSION: "smollm2-135m-gqa-2",
   generate: (outDir: string) =>
     writeBenchModel(
       outDir,
-      (["q8", "q4", "q4f16"] as const).map((dtype) => ({ dtype, attention: "fused", logitsToKeep: true })),
+      (["q8", "q4", "q4f16"] as const).map((dtype) => ({
+        dtype,
+        attention: "fused",
+        packed: true,
+        logitsToKeep: true,
+      })),
       false,
     ),
 };

@@ -2,6 +2,8 @@
 // crafted weights and tokenizer, so each must give chat-tiny's exact replies.
 //   - chat-tiny-gqa: onnxruntime-genai's fused operators (GroupQueryAttention, RotaryEmbedding,
 //     SkipSimplifiedLayerNormalization, MatMulNBits), as `-ONNX-GQA` repos ship them, with num_logits_to_keep;
+//   - chat-tiny-gqa-packed: the same with the model builder's CPU packing (one q/k/v MatMulNBits feeding
+//     GroupQueryAttention as packed QKV with the rotary embedding inside it, gate and up in one MatMulNBits);
 //   - chat-tiny-split: weights in `model*.onnx_data` beside the graphs, declared in config.json's
 //     `transformers.js_config.use_external_data_format` as onnx-community repos do;
 //   - chat-tiny-merged: `decoder_model_merged*.onnx` with `use_cache_branch` and num_logits_to_keep.
@@ -23,6 +25,9 @@ const SPLIT_DTYPES = ["fp32", "q4"] as const;
 
 export const CHAT_TINY_VARIANTS: Record<string, Generator> = {
   "chat-tiny-gqa": variant(GQA_DTYPES.map((dtype) => ({ dtype, attention: "fused", logitsToKeep: true }))),
+  "chat-tiny-gqa-packed": variant(
+    GQA_DTYPES.map((dtype) => ({ dtype, attention: "fused", packed: true, logitsToKeep: true })),
+  ),
   "chat-tiny-split": variant(
     SPLIT_DTYPES.map((dtype) => ({ dtype, external: true })),
     {

@@ -4,6 +4,9 @@
 // lengths from the attention mask, so one kernel does masking, GQA broadcast and the cache append), and
 // MatMulNBits weights (4- or 8-bit) or plain MatMul. The input contract is the one transformers.js drives:
 // input_ids, attention_mask, position_ids, past_key_values.N.key/value -> logits, present.N.key/value.
+// `packed` is the form the model builder writes for the CPU: q, k and v in one MatMulNBits whose output goes to
+// GroupQueryAttention as packed QKV with the rotary embedding done inside it (do_rotary), and gate and up in one
+// MatMulNBits split in two: 7 weight kernels per layer become 4, and 2 RotaryEmbedding kernels go.
 import { DataType, type GraphBuilder, MS_DOMAIN } from "./onnx_builder.ts";
 import { dimOf } from "./onnx_layers.ts";
 import { type WeightFormat, weightMatMul } from "./onnx_quantize.ts";
@@ -44,11 +47,32 @@ function rotaryCaches(b: GraphBuilder, s: DecoderShape, maxPositions: number): [
   return [b.init("cos_cache", cos, [maxPositions, half]), b.init("sin_cache", sin, [maxPositions, half])];
 }
 
+/** [K, a] and [K, b] ... row-major weights side by side: [K, a + b + ...], each output column unchanged. */
+function concatColumns(k: number, parts: Float32Array[]): Float32Array {
+  const widths = parts.map((p) => p.length / k);
+  const n = widths.reduce((x, y) => x + y, 0);
+  const out = new Float32Array(k * n);
+  for (let r = 0; r < k; r++) {
+    let at = r * n;
+    parts.forEach((p, i) => {
+      out.set(p.subarray(r * widths[i], (r + 1) * widths[i]), at);
+      at += widths[i];
+    });
+  }
+  return out;
+}
+
+export interface FusedOptions {
+  maxPositions: number;
+  /** Packed QKV with rotary inside GroupQueryAttention, and gate/up in one weight MatMul. */
+  packed?: boolean;
+}
+
 export function buildFusedDecoder(
   s: DecoderShape,
   w: DecoderWeights,
   format: WeightFormat,
-  opts: LayoutOptions & { maxPositions: number },
+  opts: LayoutOptions & FusedOptions,
 ): GraphBuilder {
   const { b, inputIds, mask, positionIds, past } = newDecoderGraph(s, opts);
   const { hiddenSize: D, numHeads: nh, numKvHeads: kvh, headDim: hd } = s;
@@ -88,25 +112,63 @@ export function buildFusedDecoder(
       b.op("RotaryEmbedding", [x, positionIds, cosCache, sinCache], { interleaved: 0 }, ms);
 
     const h = norm(lw.inputNorm, `${p}.input_layernorm.weight`);
-    const q = rotary(withBias(mm(h, lw.q, D, nh * hd, "self_attn.q_proj"), lw.qBias, "self_attn.q_proj"));
-    const k = rotary(withBias(mm(h, lw.k, D, kvh * hd, "self_attn.k_proj"), lw.kBias, "self_attn.k_proj"));
-    const v = withBias(mm(h, lw.v, D, kvh * hd, "self_attn.v_proj"), lw.vBias, "self_attn.v_proj");
-    const [attn, presentK, presentV] = b.opN(
-      "GroupQueryAttention",
-      [q, k, v, past[l].key, past[l].value, seqlensK, totalLen],
-      { num_heads: nh, kv_num_heads: kvh, scale: { f: 1 / Math.sqrt(hd) } },
-      { ...ms, outputs: 3, name: `${p}.attn` },
-    );
+    const gqa = { num_heads: nh, kv_num_heads: kvh, scale: { f: 1 / Math.sqrt(hd) } };
+    const qkvDim = (nh + 2 * kvh) * hd;
+    const [attn, presentK, presentV] = opts.packed
+      ? b.opN(
+        "GroupQueryAttention",
+        [
+          withBias(
+            mm(h, concatColumns(D, [lw.q, lw.k, lw.v]), D, qkvDim, "self_attn.qkv_proj"),
+            lw.qBias && lw.kBias && lw.vBias
+              ? Float32Array.from([...lw.qBias, ...lw.kBias, ...lw.vBias])
+              : undefined,
+            "self_attn.qkv_proj",
+          ),
+          "",
+          "",
+          past[l].key,
+          past[l].value,
+          seqlensK,
+          totalLen,
+          cosCache,
+          sinCache,
+        ],
+        { ...gqa, do_rotary: 1, rotary_interleaved: 0 },
+        { ...ms, outputs: 3, name: `${p}.attn` },
+      )
+      : b.opN(
+        "GroupQueryAttention",
+        [
+          rotary(withBias(mm(h, lw.q, D, nh * hd, "self_attn.q_proj"), lw.qBias, "self_attn.q_proj")),
+          rotary(withBias(mm(h, lw.k, D, kvh * hd, "self_attn.k_proj"), lw.kBias, "self_attn.k_proj")),
+          withBias(mm(h, lw.v, D, kvh * hd, "self_attn.v_proj"), lw.vBias, "self_attn.v_proj"),
+          past[l].key,
+          past[l].value,
+          seqlensK,
+          totalLen,
+        ],
+        gqa,
+        { ...ms, outputs: 3, name: `${p}.attn` },
+      );
     b.output(presentK, `present.${l}.key`, DataType.FLOAT, presentDims);
     b.output(presentV, `present.${l}.value`, DataType.FLOAT, presentDims);
     pending = mm(attn, lw.o, nh * hd, D, "self_attn.o_proj");
 
     const h2 = norm(lw.postNorm, `${p}.post_attention_layernorm.weight`);
-    const gate = mm(h2, lw.gate, D, s.intermediateSize, "mlp.gate_proj");
-    const gated = b.op("Mul", [
-      b.op("Mul", [gate, b.op("Sigmoid", [gate])]),
-      mm(h2, lw.up, D, s.intermediateSize, "mlp.up_proj"),
-    ]);
+    const I = s.intermediateSize;
+    const [gate, up] = opts.packed
+      ? b.opN(
+        "Split",
+        [
+          mm(h2, concatColumns(D, [lw.gate, lw.up]), D, 2 * I, "mlp.gate_up_proj"),
+          b.ci64([I, I]),
+        ],
+        { axis: -1 },
+        { outputs: 2 },
+      )
+      : [mm(h2, lw.gate, D, I, "mlp.gate_proj"), mm(h2, lw.up, D, I, "mlp.up_proj")];
+    const gated = b.op("Mul", [b.op("Mul", [gate, b.op("Sigmoid", [gate])]), up]);
     pending = mm(gated, lw.down, s.intermediateSize, D, "mlp.down_proj");
   });
 

@@ -16,6 +16,8 @@ export interface DecoderLayout extends LayoutOptions {
   dtype: DecoderDtype;
   /** "fused": GroupQueryAttention, RotaryEmbedding, (Skip)SimplifiedLayerNormalization, MatMulNBits. */
   attention?: "decomposed" | "fused";
+  /** Fused only: packed QKV (rotary inside GroupQueryAttention) and gate/up, as the model builder's CPU form. */
+  packed?: boolean;
   /** Weights in `<file>_data` beside the graph, as repos split large exports. */
   external?: boolean;
   /** The file's base name: "model" (default) or "decoder_model_merged". */
