@@ -4,8 +4,11 @@
 //     issue 16: transformers.js's forward per token and onnxruntime's threads never spinning
 //     (`onnx_direct_run: false`, `ort_spinning: "never"` in the manifest);
 //   - "decomposed": the same files with spinning within runs (the default) and direct session runs (opt-in);
-//   - "fused": the fused layout of onnxruntime-genai's model builder (GroupQueryAttention, RotaryEmbedding,
-//     SkipSimplifiedLayerNormalization, MatMulNBits), same options;
+//   - "fused": the fused layout of onnxruntime-genai's model builder in its CPU form (GroupQueryAttention over
+//     packed QKV with the rotary inside, SkipSimplifiedLayerNormalization, MatMulNBits with gate/up packed),
+//     first through onnxruntime-node's JS API (`onnx_native: false`: the cache concatenated by onnxruntime and
+//     copied out every token), then as the server runs it by default: onnxruntime's C API with the cache in
+//     place (src/engines/transformers/native_decoder.ts);
 // and libllama's own decode loop on the Q8_0 / Q4_0 GGUF of the same weights in this process (the llama.cpp
 // figure each bit width is compared with), and each variant's own prefill/step loop on this thread without the
 // server (what the HTTP side costs). Then embeddings inputs/s on the MiniLM-L6 shape, before/after.
@@ -39,15 +42,21 @@ const BEFORE = { onnx_direct_run: false, ort_spinning: "never" };
 
 const BITS = [{ dtype: "q8", gguf: "Q8_0" }, { dtype: "q4", gguf: "Q4_0" }] as const;
 const VARIANTS = [
-  { name: "before", path: DECOMPOSED, options: BEFORE },
-  { name: "decomposed", path: DECOMPOSED, options: { onnx_direct_run: true } },
-  { name: "fused", path: FUSED, options: { onnx_direct_run: true } },
+  { id: "before", name: "before", path: DECOMPOSED, options: BEFORE },
+  { id: "decomposed", name: "decomposed", path: DECOMPOSED, options: { onnx_direct_run: true } },
+  {
+    id: "fused-node",
+    name: "fused, onnxruntime-node",
+    path: FUSED,
+    options: { onnx_direct_run: true, onnx_native: false },
+  },
+  { id: "fused-native", name: "fused, C API, cache in place", path: FUSED, options: {} },
 ] as const;
 
 const models: Record<string, unknown> = {};
 for (const { dtype } of BITS) {
   for (const v of VARIANTS) {
-    models[`${v.name}-${dtype}`] = { task: "chat", path: v.path, dtype, device: "cpu", options: v.options };
+    models[`${v.id}-${dtype}`] = { task: "chat", path: v.path, dtype, device: "cpu", options: v.options };
   }
 }
 models["embed-before"] = { task: "embedding", path: MINILM, dtype: "fp32", device: "cpu", options: BEFORE };
@@ -119,7 +128,7 @@ const out: string[] = [
 const goals: string[] = [];
 try {
   for (const { dtype, gguf } of BITS) {
-    const names = VARIANTS.map((v) => `${v.name}-${dtype}`);
+    const names = VARIANTS.map((v) => `${v.id}-${dtype}`);
     for (const name of names) await streamChat(url, ask(name, 8)); // load + warm up
     const long: Record<string, number[]> = {};
     const short: Record<string, number[]> = {};
@@ -146,11 +155,11 @@ try {
     const llama = tps(libLong, libShort);
     const before = tps(long[names[0]], short[names[0]]);
     let best = 0;
-    for (const name of names) {
+    for (const [i, name] of names.entries()) {
       const t = tps(long[name], short[name]);
       best = Math.max(best, t);
       out.push(
-        `| ${dtype} | ${name.slice(0, -dtype.length - 1)} | ${f1(median(ttft[name]))} | ${f1(t)} | ` +
+        `| ${dtype} | ${VARIANTS[i].name} | ${f1(median(ttft[name]))} | ${f1(t)} | ` +
           `${(t / before).toFixed(2)}x | ${(t / llama * 100).toFixed(0)}% |`,
       );
     }

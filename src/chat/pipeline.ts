@@ -318,62 +318,80 @@ async function* decodeChoice(
   row.set(first);
   yield { type: "start", choice };
   let finish: ChatFinishReason | null = maxTokens === 0 ? "length" : null;
-  while (finish === null) {
-    checkAbort(signal);
-    if (raw) raw.set(row);
-    applyBiasAndPenalties(row, sampling, counts);
-    // "end": the constraint allows only end-of-sequence; it wins over min_tokens and ignore_eos.
-    const mustEnd = processor?.process(row) === "end";
-    if (!mustEnd && (job.ignoreEos || generated < job.minTokens)) {
-      for (const id of backend.eosIds) row[id] = -Infinity;
-    }
-    const token = sampler.sample(row, sampling, rng);
-    generated++;
-    counts.add(token);
-    processor?.accept(token);
-    const isEos = backend.eosIds.has(token) && (mustEnd || !job.ignoreEos);
-    // Every generated token gets its entry, so a reply has as many as completion_tokens in every finish case;
-    // end-of-sequence is spelled as the tokenizer spells it (`<|im_end|>`), as in the top alternatives.
-    if (raw) pendingLp.push({ start: produced, lp: st.logprob(raw, token, job.logprobs!) });
-    let text = isEos ? "" : detok.push(token);
-    const atLimit = generated >= maxTokens;
-    if (isEos || atLimit) text += detok.flush();
-    produced += text.length;
-    let visible = stop.push(text);
-    if (stop.stopped) finish = "stop";
-    else if (isEos || atLimit) {
-      visible += stop.end();
-      finish = isEos ? "stop" : "length";
-    }
-    emitted += visible.length;
-    let split: { reasoning: string; content: string } | null = null;
-    if (splitter) {
-      const before = splitter.phase;
-      split = splitter.push(visible);
-      if (finish) {
-        const tail = splitter.end();
-        split.reasoning += tail.reasoning;
-        split.content += tail.content;
+  /** The next model step, started as soon as this token was chosen (see below). */
+  let next: Promise<Float32Array> | null = null;
+  try {
+    while (finish === null) {
+      checkAbort(signal);
+      if (raw) raw.set(row);
+      applyBiasAndPenalties(row, sampling, counts);
+      // "end": the constraint allows only end-of-sequence; it wins over min_tokens and ignore_eos.
+      const mustEnd = processor?.process(row) === "end";
+      if (!mustEnd && (job.ignoreEos || generated < job.minTokens)) {
+        for (const id of backend.eosIds) row[id] = -Infinity;
       }
-      // A token of the block: read while thinking, or the one that opened or closed it.
-      if (
-        before === "thinking" || splitter.phase === "thinking" || (before === "start" && splitter.thought)
-      ) {
-        reasoningTokens++;
+      const token = sampler.sample(row, sampling, rng);
+      generated++;
+      counts.add(token);
+      processor?.accept(token);
+      const isEos = backend.eosIds.has(token) && (mustEnd || !job.ignoreEos);
+      const atLimit = generated >= maxTokens;
+      // The model computes the next step while this token's text is worked out and its event delivered (the
+      // worker posts it, the HTTP side writes it): only a stop sequence can make that step unneeded.
+      if (!isEos && !atLimit) next = backend.step(seq, token);
+      // Every generated token gets its entry, so a reply has as many as completion_tokens in every finish case;
+      // end-of-sequence is spelled as the tokenizer spells it (`<|im_end|>`), as in the top alternatives.
+      if (raw) pendingLp.push({ start: produced, lp: st.logprob(raw, token, job.logprobs!) });
+      let text = isEos ? "" : detok.push(token);
+      if (isEos || atLimit) text += detok.flush();
+      produced += text.length;
+      let visible = stop.push(text);
+      if (stop.stopped) finish = "stop";
+      else if (isEos || atLimit) {
+        visible += stop.end();
+        finish = isEos ? "stop" : "length";
       }
-    }
-    if (visible || (split && (split.reasoning || split.content)) || (finish && pendingLp.length)) {
-      const lps = raw ? takeLogprobs(pendingLp, finish ? Infinity : emitted) : null;
-      const content = split ? split.content : visible;
-      const deltas: ChatDelta[] = parser ? parser.push(content) : content ? [{ content }] : [];
-      if (split?.reasoning) deltas.unshift({ reasoning: split.reasoning });
-      if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
-      for (let i = 0; i < deltas.length; i++) {
-        yield { type: "delta", choice, delta: deltas[i], logprobs: i === 0 ? lps : null, tokens: generated };
+      emitted += visible.length;
+      let split: { reasoning: string; content: string } | null = null;
+      if (splitter) {
+        const before = splitter.phase;
+        split = splitter.push(visible);
+        if (finish) {
+          const tail = splitter.end();
+          split.reasoning += tail.reasoning;
+          split.content += tail.content;
+        }
+        // A token of the block: read while thinking, or the one that opened or closed it.
+        if (
+          before === "thinking" || splitter.phase === "thinking" || (before === "start" && splitter.thought)
+        ) {
+          reasoningTokens++;
+        }
       }
+      if (visible || (split && (split.reasoning || split.content)) || (finish && pendingLp.length)) {
+        const lps = raw ? takeLogprobs(pendingLp, finish ? Infinity : emitted) : null;
+        const content = split ? split.content : visible;
+        const deltas: ChatDelta[] = parser ? parser.push(content) : content ? [{ content }] : [];
+        if (split?.reasoning) deltas.unshift({ reasoning: split.reasoning });
+        if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
+        for (let i = 0; i < deltas.length; i++) {
+          yield {
+            type: "delta",
+            choice,
+            delta: deltas[i],
+            logprobs: i === 0 ? lps : null,
+            tokens: generated,
+          };
+        }
+      }
+      if (finish !== null) break;
+      row = await next!;
+      next = null;
     }
-    if (finish !== null) break;
-    row = await backend.step(seq, token);
+  } finally {
+    // A step still running (a stop sequence ended the choice, or the client left) finishes before the
+    // sequence can be closed under it.
+    if (next) await (next as Promise<Float32Array>).catch(() => {});
   }
   if (parser) {
     for (const delta of parser.end()) {

@@ -6,7 +6,9 @@
 // its CPU form with packed QKV, rotary inside the attention and gate/up packed), weights in external
 // `.onnx_data` files (chat-tiny-split) and an older merged decoder with use_cache_branch (chat-tiny-merged,
 // found without any manifest option). A second turn reuses the prompt cache in every layout. Each layout runs
-// twice: through transformers.js's forward (the default) and through the backend's direct session runs.
+// as the server runs it by default (GroupQueryAttention graphs on onnxruntime's C API with the cache in place,
+// the others through transformers.js's forward), through onnxruntime-node's direct session runs, and the
+// GroupQueryAttention ones also through transformers.js's forward.
 import assert from "node:assert/strict";
 import { GENERATED_MODELS, startTestServer, type TestServer } from "../helpers.ts";
 import { WEATHER_TOOL } from "../support/tools.ts";
@@ -25,24 +27,38 @@ const LAYOUTS: Record<string, { folder: string; dtypes: string[] }> = {
   merged: { folder: "chat-tiny-merged", dtypes: ["fp32", "q4"] },
 };
 
+/** Layouts whose graphs append to their cache in place (GroupQueryAttention): run natively by default. */
+const NATIVE = new Set(["gqa", "packed"]);
+
 const models: ManifestJson["models"] = {};
 for (const [layout, { folder, dtypes }] of Object.entries(LAYOUTS)) {
   for (const dtype of dtypes) {
-    models[`${layout}-${dtype}`] = { task: "chat", path: `generated/${folder}`, dtype, device: "cpu" };
-    // The same through the backend's direct session runs (opt-in).
+    const entry = { task: "chat", path: `generated/${folder}`, dtype, device: "cpu" } as const;
+    models[`${layout}-${dtype}`] = entry;
+    // The same through onnxruntime-node's direct session runs (opt-in).
     models[`${layout}-${dtype}-direct`] = {
-      task: "chat",
-      path: `generated/${folder}`,
-      dtype,
-      device: "cpu",
-      options: { onnx_direct_run: true },
+      ...entry,
+      options: { onnx_direct_run: true, onnx_native: false },
     };
+    if (NATIVE.has(layout)) {
+      models[`${layout}-${dtype}-forward`] = { ...entry, options: { onnx_native: false } };
+    }
   }
 }
 
-async function withServer(fn: (t: TestServer) => Promise<void>) {
+/** The backend each model reported when it loaded. */
+function backends(t: TestServer): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of t.logs) {
+    const l = JSON.parse(line);
+    if (l.msg === "model loaded") out.set(l.model, l.backend);
+  }
+  return out;
+}
+
+async function withServer(fn: (t: TestServer) => Promise<void>, flags: string[] = []) {
   const manifest = { ...GENERATED_MODELS, models: { ...GENERATED_MODELS.models, ...models } };
-  const t = await startTestServer({ manifest });
+  const t = await startTestServer({ manifest, flags });
   try {
     await fn(t);
   } finally {
@@ -88,7 +104,50 @@ Deno.test("every ONNX layout gives chat-tiny's exact replies and usage", async (
     for (const model of Object.keys(models)) {
       assert.deepEqual(await ask(model), reference, `${model} differs from the fp32 reference`);
     }
+    const loaded = backends(t);
+    for (const model of Object.keys(models)) {
+      const native = NATIVE.has(model.split("-")[0]) && !/-(direct|forward)$/.test(model);
+      assert.equal(/C API/.test(loaded.get(model) ?? ""), native, `${model}: ${loaded.get(model)}`);
+    }
   });
+});
+
+Deno.test("native decoders: forks and the prompt cache never write into each other's cache", async () => {
+  await withServer(async (t) => {
+    // Two sampled choices fork the prefilled cache; the second turn then continues the first choice from the
+    // prompt cache. A fork that wrote into a shared buffer would change what the first choice's cache holds.
+    const run = async (model: string) => {
+      const r = await t.client.chat.completions.create({
+        model,
+        messages: FOREVER,
+        max_tokens: 12,
+        n: 2,
+        seed: 7,
+        temperature: 1.5,
+      });
+      const choices = r.choices.map((c) => c.message.content ?? "");
+      const next = await t.client.chat.completions.create({
+        model,
+        messages: [...FOREVER, { role: "assistant", content: choices[0] }, ...FOREVER],
+        max_tokens: 12,
+        // The numbers, not only the (robust) greedy text, show what the reused cache held.
+        logprobs: true,
+      });
+      return {
+        choices,
+        next: next.choices[0].logprobs?.content?.map((l) => [l.token, l.logprob]),
+        cached: next.usage?.prompt_tokens_details,
+      };
+    };
+    for (const layout of ["gqa-q4", "packed-q4", "packed-fp16"]) {
+      const native = await run(layout);
+      assert.notEqual(native.choices[0], native.choices[1], `${layout}: the choices should differ`);
+      assert.ok((native.cached?.cached_tokens ?? 0) > 10, `${layout}: ${JSON.stringify(native.cached)}`);
+      // The same files through transformers.js, whose caches are never written in place.
+      assert.deepEqual(native, await run(`${layout}-forward`), layout);
+    }
+    // Two sequences at once keep two closed ones as the prompt cache: both choices stay reusable.
+  }, ["--parallel=2"]);
 });
 
 Deno.test("every ONNX layout reuses its prompt cache on a second turn, with the uncached reply", async () => {

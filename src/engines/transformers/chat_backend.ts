@@ -16,7 +16,16 @@ import {
 import { TokenTexts } from "./token_texts.ts";
 import { filesBytes, onnxWeightFiles, tensorBytes } from "./weights.ts";
 import { templateMessage, templateTool } from "../template_view.ts";
-import { spinOf, type TransformersModule, type TransformersRuntime, transformersRuntime } from "./runtime.ts";
+import {
+  spinEntries,
+  spinOf,
+  type TransformersModule,
+  type TransformersRuntime,
+  transformersRuntime,
+} from "./runtime.ts";
+import { graphHasOp, halfToFloat, NativeDecoder, type NativeKv } from "./native_decoder.ts";
+import { DTYPE_SUFFIX } from "../../hub/dtypes.ts";
+import { join } from "node:path";
 
 type Tokenizer = Awaited<ReturnType<TransformersModule["AutoTokenizer"]["from_pretrained"]>>;
 type Model = Awaited<ReturnType<TransformersModule["AutoModelForCausalLM"]["from_pretrained"]>>;
@@ -53,9 +62,12 @@ const ONE_BASED_POSITIONS = new Set(["paligemma", "gemma3_text", "gemma3"]);
 
 type Cache = Record<string, Tensor>;
 
-/** A KV cache shared by forked sequences; its GPU tensors are freed when the last one lets go. */
+/**
+ * A KV cache shared by forked sequences; its GPU tensors (or native tensors) are freed when the last one lets
+ * go. Native decoders hold a NativeKv, every other model a record of transformers.js tensors.
+ */
 interface CacheRef {
-  tensors: Cache;
+  tensors: Cache | NativeKv;
   refs: number;
 }
 
@@ -75,7 +87,12 @@ interface Parts {
   tf: TransformersModule;
   rt: TransformersRuntime;
   tokenizer: Tokenizer;
-  model: Model;
+  /** transformers.js's model, or (a decoder run natively) null. */
+  model: Model | null;
+  /** The decoder on onnxruntime's C API with its cache in place (native_decoder.ts), when it takes one. */
+  native: NativeDecoder | null;
+  config: Record<string, unknown>;
+  generationConfig: Record<string, unknown>;
   dtype: string;
   /** Bytes of the ONNX files loaded (the dtype's graph and external data). */
   weightsBytes?: number;
@@ -109,18 +126,17 @@ export class TransformersChat implements ChatBackend {
    * does every model without the manifest's `options.onnx_direct_run: true`.
    */
   readonly #direct: { session: OrtSession; empty: Record<string, OrtTensor>; flags: OrtTensor[] } | null;
+  readonly #native: NativeDecoder | null;
 
   constructor(readonly entry: ModelEntry, parts: Parts, parallel = 1) {
     this.#p = parts;
     this.parallel = Math.max(1, parallel);
-    const { tokenizer, model, rt, dtype } = parts;
-    const config = model.config as unknown as Record<string, unknown>;
-    const gen = ((model as unknown as { generation_config?: Record<string, unknown> }).generation_config ??
-      {}) as Record<string, unknown>;
-    const session = sessionOf(model);
-    this.#inputs = new Set(session.inputNames);
+    const { tokenizer, model, rt, dtype, config, generationConfig: gen, native } = parts;
+    const session = model ? sessionOf(model) : null;
+    this.#native = native;
+    this.#inputs = new Set(session?.inputNames ?? []);
     this.#cacheNames = [];
-    for (const name of session.outputNames) {
+    for (const name of session?.outputNames ?? []) {
       const rename = CACHE_RENAMES.find(([from]) => name.startsWith(from));
       if (rename) this.#cacheNames.push([name, rename[1] + name.slice(rename[0].length)]);
     }
@@ -131,7 +147,7 @@ export class TransformersChat implements ChatBackend {
       ? new parts.tf.Tensor("int64", BigInt64Array.of(1n), [])
       : null;
     // Opt-in for now: the load test's resident set grew ~2-3 KB more per request with it (not yet explained).
-    this.#direct = entry.options.onnx_direct_run === true ? directRun(parts.tf, session) : null;
+    this.#direct = session && entry.options.onnx_direct_run === true ? directRun(parts.tf, session) : null;
     this.eosIds = new Set(
       [gen.eos_token_id, config.eos_token_id, tokenizer.eos_token_id].flat().filter(
         Number.isInteger,
@@ -166,7 +182,9 @@ export class TransformersChat implements ChatBackend {
       usesByteLevel(json?.decoder),
       new Set(tokenizer.all_special_ids as number[]),
     );
-    this.backend = `${rt.backend} ${dtype}`;
+    this.backend = native
+      ? `cpu via onnxruntime's C API (cache in place) ${dtype}`
+      : `${rt.backend} ${dtype}`;
   }
 
   render(messages: ChatMessage[], tools?: ChatTool[], opts: { thinking?: boolean } = {}): number[] {
@@ -230,11 +248,11 @@ export class TransformersChat implements ChatBackend {
     const s = this.#seqs.get(seq);
     if (!s) return;
     this.#seqs.delete(seq);
-    if (!s.cache || !s.tokens.length) return release(s.cache);
+    if (!s.cache || !s.tokens.length) return this.#release(s.cache);
     // Kept as the prompt cache: the `parallel` latest, so memory stays bounded by what running ones use.
     this.#cached.push({ cache: s.cache, tokens: s.tokens });
     for (const old of this.#cached.splice(0, Math.max(0, this.#cached.length - this.parallel))) {
-      release(old.cache);
+      this.#release(old.cache);
     }
   }
 
@@ -247,13 +265,16 @@ export class TransformersChat implements ChatBackend {
     for (const s of this.#seqs.values()) if (s.cache) caches.add(s.cache);
     for (const c of this.#cached) caches.add(c.cache);
     let kv = 0;
-    for (const c of caches) for (const t of Object.values(c.tensors)) kv += tensorBytes(t);
+    for (const c of caches) {
+      if (isNative(c.tensors)) kv += this.#native!.bytes(c.tensors);
+      else for (const t of Object.values(c.tensors)) kv += tensorBytes(t);
+    }
     return (this.#p.weightsBytes ?? 0) + kv;
   }
 
   /** Forgets every closed sequence kept as the prompt cache. */
   clearCache(): void {
-    for (const c of this.#cached.splice(0)) release(c.cache);
+    for (const c of this.#cached.splice(0)) this.#release(c.cache);
   }
 
   /** Sequences open (the registry never unloads a busy engine). */
@@ -304,13 +325,14 @@ export class TransformersChat implements ChatBackend {
     }
     const reuse = Math.min(bestLen, ids.length - 1);
     if (!best || reuse === 0) return 0;
-    if (reuse === best.tokens.length) {
+    // A native cache is shared whole: its valid length is the sequence's, and a write copies it first.
+    if (reuse === best.tokens.length || isNative(best.cache.tensors)) {
       best.cache.refs++;
       s.cache = best.cache;
     } else {
       // Recurrent states (hybrid models) hold the whole history and can't be cut back to a prefix.
       if (this.#cacheNames.some(([, input]) => !input.startsWith("past_key_values."))) return 0;
-      s.cache = { tensors: await this.#truncate(best.cache.tensors, reuse), refs: 1 };
+      s.cache = { tensors: await this.#truncate(best.cache.tensors as Cache, reuse), refs: 1 };
     }
     s.tokens = ids.slice(0, reuse);
     return reuse;
@@ -364,14 +386,28 @@ export class TransformersChat implements ChatBackend {
    */
   #advance(s: Sequence, feeds: () => Record<string, Tensor>, added: number[]): Promise<Float32Array> {
     const run = this.#turn.then(async () => {
-      const { row, cache } = await this.#forward(feeds(), s.cache?.tensors ?? null);
-      release(s.cache);
+      if (this.#native) return await this.#advanceNative(this.#native, s, added);
+      const { row, cache } = await this.#forward(feeds(), (s.cache?.tensors as Cache | undefined) ?? null);
+      this.#release(s.cache);
       s.cache = { tensors: cache, refs: 1 };
       s.tokens.push(...added);
       return row;
     });
     this.#turn = run.catch(() => {});
     return run;
+  }
+
+  /** One native run: appends to the sequence's cache in place when it holds it alone, else to a copy. */
+  async #advanceNative(native: NativeDecoder, s: Sequence, added: number[]): Promise<Float32Array> {
+    const old = s.cache;
+    const kv = (old?.tensors as NativeKv | undefined) ?? null;
+    const out = await native.run(kv, s.tokens.length, added, this.#positionBase, !old || old.refs === 1);
+    if (out.kv !== kv) {
+      this.#release(old);
+      s.cache = { tensors: out.kv, refs: 1 };
+    }
+    s.tokens.push(...added);
+    return out.row;
   }
 
   #mask(length: number): Tensor {
@@ -400,7 +436,7 @@ export class TransformersChat implements ChatBackend {
     const inputs: Record<string, unknown> = feeds;
     if (cache) inputs.past_key_values = cache;
     if (this.#keepOne) inputs.num_logits_to_keep = this.#keepOne;
-    const out = (await this.#p.model.forward(inputs)) as Record<string, Tensor>;
+    const out = (await this.#p.model!.forward(inputs)) as Record<string, Tensor>;
     const next: Cache = {};
     for (const [output, input] of this.#cacheNames) next[input] = out[output];
     const row = await lastRow(ortOf(out.logits));
@@ -409,6 +445,8 @@ export class TransformersChat implements ChatBackend {
 
   /** A short run so the first request doesn't pay for graph initialisation. */
   async warmUp(): Promise<void> {
+    // A native decoder ran its check at open.
+    if (this.#native) return void (this.vocabSize = this.#native.vocabSize);
     const tf = this.#p.tf;
     const { row, cache } = await this.#forward({
       input_ids: new tf.Tensor("int64", BigInt64Array.of(0n), [1, 1]),
@@ -423,13 +461,20 @@ export class TransformersChat implements ChatBackend {
     for (const seq of [...this.#seqs.keys()]) this.close(seq);
     this.clearCache();
     await this.#turn; // a run still in flight finishes on a live session
-    await this.#p.model.dispose();
+    await this.#p.model?.dispose();
+    await this.#native?.dispose();
+  }
+
+  /** Lets go of a shared cache; the last holder frees its GPU (or native) tensors. */
+  #release(ref: CacheRef | null): void {
+    if (!ref || --ref.refs > 0) return;
+    if (isNative(ref.tensors)) this.#native?.release(ref.tensors);
+    else disposeCache(ref.tensors);
   }
 }
 
-/** Lets go of a shared cache; the last holder frees its GPU tensors. */
-function release(ref: CacheRef | null): void {
-  if (ref && --ref.refs === 0) disposeCache(ref.tensors);
+function isNative(c: Cache | NativeKv): c is NativeKv {
+  return Array.isArray((c as NativeKv).tensors);
 }
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
@@ -510,15 +555,6 @@ async function lastRow(ort: OrtTensor): Promise<Float32Array> {
   return out;
 }
 
-function halfToFloat(h: number): number {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const f = h & 0x3ff;
-  if (e === 0) return s * 2 ** -14 * (f / 1024);
-  if (e === 31) return f ? NaN : s * Infinity;
-  return s * 2 ** (e - 15) * (1 + f / 1024);
-}
-
 /** Frees cache tensors that live on the GPU (CPU ones are garbage collected). */
 function disposeCache(cache: Cache): void {
   for (const t of Object.values(cache)) {
@@ -556,6 +592,44 @@ function modelDevice(rt: TransformersRuntime, entry: ModelEntry, threads: number
   return { device: rt.device, session_options: rt.sessionOptions(entry.device, threads, true, spin) };
 }
 
+/**
+ * The decoder on onnxruntime's C API with its cache in place, for a CPU model whose graph uses
+ * GroupQueryAttention (the only operator that appends in place), unless the manifest says
+ * `options.onnx_native: false`. Null (logged, with why) when it can't be one: transformers.js runs it then.
+ */
+async function openNative(
+  entry: ModelEntry,
+  rt: TransformersRuntime,
+  ctx: LoadContext,
+  file: string,
+  opts: { maxLength: number },
+): Promise<NativeDecoder | null> {
+  if (rt.kind !== "cpu" || entry.device === "webgpu" || entry.options.onnx_native === false) return null;
+  if (!(await graphHasOp(file, "GroupQueryAttention").catch(() => false))) return null;
+  try {
+    return await NativeDecoder.open(file, {
+      threads: ctx.threads,
+      config: spinEntries(spinOf(entry.options.ort_spinning)),
+      maxLength: opts.maxLength,
+    });
+  } catch (e) {
+    ctx.log.warn("chat model runs through transformers.js, not natively", {
+      model: entry.id,
+      reason: (e as Error).message,
+    });
+    return null;
+  }
+}
+
+async function readJson(path: string): Promise<Record<string, unknown>> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path));
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return {};
+    throw e;
+  }
+}
+
 /** Loads the transformers.js chat backend of an entry on this thread. */
 export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Promise<TransformersChat> {
   const dtype = entry.dtype ?? "fp32";
@@ -574,15 +648,39 @@ export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Prom
     adapter: rt.adapter,
   });
   let tokenizer: Tokenizer;
-  let model: Model;
+  let model: Model | null = null;
+  let native: NativeDecoder | null = null;
+  let config: Record<string, unknown>;
+  let generationConfig: Record<string, unknown>;
   try {
     tokenizer = await tf.AutoTokenizer.from_pretrained(entry.path, opts);
-    model = await tf.AutoModelForCausalLM.from_pretrained(entry.path, {
-      ...opts,
-      dtype: dtype as never,
-      ...(modelFileName !== "model" ? { model_file_name: modelFileName } : {}),
-      ...modelDevice(rt, entry, ctx.threads),
-    } as never);
+    config = (await tf.AutoConfig.from_pretrained(entry.path, opts)) as unknown as Record<string, unknown>;
+    native = await openNative(
+      entry,
+      rt,
+      ctx,
+      join(entry.path, "onnx", `${modelFileName}${DTYPE_SUFFIX[dtype]}.onnx`),
+      {
+        maxLength: contextLengthOf(entry, config, tokenizer.model_max_length),
+      },
+    );
+    if (native) {
+      generationConfig = await readJson(join(entry.path, "generation_config.json"));
+    } else {
+      model = await tf.AutoModelForCausalLM.from_pretrained(entry.path, {
+        ...opts,
+        dtype: dtype as never,
+        ...(modelFileName !== "model" ? { model_file_name: modelFileName } : {}),
+        ...modelDevice(rt, entry, ctx.threads),
+      } as never);
+      config = model.config as unknown as Record<string, unknown>;
+      generationConfig =
+        ((model as unknown as { generation_config?: Record<string, unknown> }).generation_config ??
+          {}) as Record<
+            string,
+            unknown
+          >;
+    }
   } catch (e) {
     if ((e as Error).name === "ModelFileNotFoundError" || e instanceof Deno.errors.NotFound) {
       throw new ModelFilesMissing(
@@ -592,7 +690,11 @@ export async function loadChatBackend(entry: ModelEntry, ctx: LoadContext): Prom
     throw e;
   }
   const weightsBytes = filesBytes(onnxWeightFiles(entry.path, dtype, modelFileName));
-  const engine = new TransformersChat(entry, { tf, rt, tokenizer, model, dtype, weightsBytes }, ctx.parallel);
+  const engine = new TransformersChat(
+    entry,
+    { tf, rt, tokenizer, model, native, config, generationConfig, dtype, weightsBytes },
+    ctx.parallel,
+  );
   try {
     await engine.warmUp();
   } catch (e) {

@@ -72,6 +72,14 @@ export function spinConfig(spin: Spin): Record<string, unknown> {
   };
 }
 
+/** The same as onnxruntime's flat session config entries (for sessions made through its C API). */
+export function spinEntries(spin: Spin): Record<string, string> {
+  return {
+    "session.intra_op.allow_spinning": spin === "never" ? "0" : "1",
+    ...(spin === "run" ? { "session.force_spinning_stop": "1" } : {}),
+  };
+}
+
 let chosen: Promise<TransformersRuntime> | undefined;
 
 async function findAdapter(): Promise<GPUAdapter | null> {
