@@ -2,7 +2,7 @@
 // run returns), the manifest's ort_spinning picks the other modes, and a value it doesn't know is refused.
 import assert from "node:assert/strict";
 import { memoryLogger } from "../../log.ts";
-import { spinConfig, spinOf, transformersRuntime } from "./runtime.ts";
+import { spinConfig, spinEntries, spinOf, transformersRuntime } from "./runtime.ts";
 
 Deno.test("runtime: threads spin within runs by default; ort_spinning picks always or never; typos are refused", () => {
   assert.deepEqual(spinConfig(spinOf(undefined)), {
@@ -29,4 +29,13 @@ Deno.test("runtime: the CPU session options carry the spin config and the thread
   });
   const never = rt.sessionOptions("cpu", 1, false, "never") as { extra: unknown };
   assert.deepEqual(never.extra, { session: { intra_op: { allow_spinning: "0" } } });
+});
+
+Deno.test("runtime: the C API's session config entries say the same as onnxruntime-node's options", () => {
+  assert.deepEqual(spinEntries("run"), {
+    "session.intra_op.allow_spinning": "1",
+    "session.force_spinning_stop": "1",
+  });
+  assert.deepEqual(spinEntries("always"), { "session.intra_op.allow_spinning": "1" });
+  assert.deepEqual(spinEntries("never"), { "session.intra_op.allow_spinning": "0" });
 });
