@@ -7,7 +7,7 @@
 // copied before a sequence writes to it. Graphs that concatenate their cache (decomposed attention) don't take
 // an in-place present: their first run fails and the backend keeps to transformers.js.
 import { Buffer } from "node:buffer";
-import { NativeSession, type NativeTensor, openOrt, ortUnavailable } from "./ort_ffi.ts";
+import { NativeSession, type NativeTensor, OFF_HEAP_BYTES, openOrt, ortUnavailable } from "./ort_ffi.ts";
 
 /** Inputs a native run feeds; a decoder taking any other (besides its cache) stays with transformers.js. */
 const FED = new Set(["input_ids", "attention_mask", "position_ids", "num_logits_to_keep"]);
@@ -93,9 +93,7 @@ export class NativeDecoder {
     }
     if (!this.#pairs.length) throw new Error("the decoder has no KV cache inputs");
     this.#ones = new BigInt64Array(maxLength + 1).fill(1n);
-    this.#keep = this.#inputs.has("num_logits_to_keep")
-      ? session.tensor(BigInt64Array.of(1n, 0n, 0n, 0n).subarray(0, 1), [], "int64")
-      : null;
+    this.#keep = this.#inputs.has("num_logits_to_keep") ? session.tensor(int64([1]), [], "int64") : null;
   }
 
   /**
@@ -185,14 +183,13 @@ export class NativeDecoder {
     const s = this.#session;
     const ownTensors: NativeTensor[] = [];
     const own = (t: NativeTensor) => (ownTensors.push(t), t);
-    const positions = new BigInt64Array(n);
-    for (let i = 0; i < n; i++) positions[i] = BigInt(past + i + positionBase);
     const inputs: [string, NativeTensor][] = [
-      ["input_ids", own(s.tensor(BigInt64Array.from(ids, BigInt), [1, n], "int64"))],
+      ["input_ids", own(s.tensor(int64(ids), [1, n], "int64"))],
       ["attention_mask", own(s.tensor(this.#ones.subarray(0, need), [1, need], "int64"))],
     ];
     if (this.#inputs.has("position_ids")) {
-      inputs.push(["position_ids", own(s.tensor(positions, [1, n], "int64"))]);
+      const positions = ids.map((_, i) => past + i + positionBase);
+      inputs.push(["position_ids", own(s.tensor(int64(positions), [1, n], "int64"))]);
     }
     if (this.#keep) inputs.push(["num_logits_to_keep", this.#keep]);
     const rows = this.#keep ? 1 : n;
@@ -225,6 +222,13 @@ export class NativeDecoder {
     this.#keep?.release();
     await this.#session.release();
   }
+}
+
+/** int64 tensor data backed off V8's heap (one-token inputs would otherwise be 8 bytes inside it). */
+function int64(values: number[]): BigInt64Array {
+  const out = new BigInt64Array(Math.max(values.length, OFF_HEAP_BYTES / 8));
+  for (let i = 0; i < values.length; i++) out[i] = BigInt(values[i]);
+  return out.subarray(0, values.length);
 }
 
 /** IEEE half (as its 16 bits) to a number. */

@@ -205,6 +205,19 @@ export interface TensorInfo {
 
 type Data = Float32Array | Uint16Array | BigInt64Array | Int32Array | Uint8Array;
 
+/**
+ * V8 keeps typed arrays of up to 64 bytes inside its heap, where a collection may move them: memory that the
+ * native side reads during a nonblocking run (names, value lists, tensor data) is made at least this large.
+ */
+export const OFF_HEAP_BYTES = 128;
+
+/** An array of pointer values, backed off V8's heap. */
+function pointers(values: bigint[]): BigUint64Array {
+  const out = new BigUint64Array(Math.max(values.length, OFF_HEAP_BYTES / 8));
+  out.set(values);
+  return out;
+}
+
 /** A tensor over `data` (which it keeps alive); freed by `release`. */
 export class NativeTensor {
   #ptr: Deno.PointerObject | null;
@@ -325,18 +338,10 @@ export class NativeSession {
   run(inputs: [string, NativeTensor][], outputs: [string, NativeTensor][]): Promise<void> {
     const go = async () => {
       if (!this.#ptr) throw new OrtError("session used after release");
-      const names = (list: [string, NativeTensor][]) => {
-        const bytes = list.map(([n]) => cstr(n));
-        const ptrs = BigUint64Array.from(
-          bytes,
-          (b) => BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(b))),
-        );
-        return { bytes, ptrs };
-      };
-      const inNames = names(inputs);
-      const outNames = names(outputs);
-      const inValues = BigUint64Array.from(inputs, ([, t]) => t.ptr);
-      const outValues = BigUint64Array.from(outputs, ([, t]) => t.ptr);
+      const inNames = this.#names(inputs);
+      const outNames = this.#names(outputs);
+      const inValues = pointers(inputs.map(([, t]) => t.ptr));
+      const outValues = pointers(outputs.map(([, t]) => t.ptr));
       const status = await this.ort.fn.Run.call(
         this.#ptr,
         null,
@@ -348,12 +353,32 @@ export class NativeSession {
         outValues,
       );
       // Keep every buffer the native side read reachable until here.
-      void [inNames.bytes, outNames.bytes, inputs, outputs];
+      void [inNames.bytes, outNames.bytes, inValues, outValues, inputs, outputs];
       check(this.ort, status);
     };
     const run = this.#running.then(go);
     this.#running = run.catch(() => {});
     return run;
+  }
+
+  /** Name tables of the lists a run passes: a decoder passes the same few every token, so each is made once. */
+  readonly #nameTables = new Map<string, { bytes: Uint8Array; ptrs: BigUint64Array }>();
+
+  #names(list: [string, NativeTensor][]): { bytes: Uint8Array; ptrs: BigUint64Array } {
+    const key = list.map(([n]) => n).join("\0");
+    let table = this.#nameTables.get(key);
+    if (!table) {
+      // One buffer for all the strings, large enough to live off V8's heap (it must not move during a run).
+      const bytes = new Uint8Array(Math.max(OFF_HEAP_BYTES, encoder.encode(key).length + 1));
+      encoder.encodeInto(key + "\0", bytes);
+      const base = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)));
+      const starts: bigint[] = [];
+      let at = 0;
+      for (const [n] of list) starts.push(base + BigInt(at)), at += encoder.encode(n).length + 1;
+      table = { bytes, ptrs: pointers(starts) };
+      this.#nameTables.set(key, table);
+    }
+    return table;
   }
 
   async release(): Promise<void> {
