@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { ggufFile } from "./llama/mod.ts";
 import { chatModelFileName } from "./transformers/chat_files.ts";
-import { localDir } from "./transformers/embedding_files.ts";
+import { embeddingModelFileName, localDir } from "./transformers/embedding_files.ts";
 import { filesBytes, onnxWeightFiles } from "./transformers/weights.ts";
 import type { ModelEntry } from "./types.ts";
 import { modelFile } from "./whisper/mod.ts";
@@ -18,7 +18,10 @@ export async function estimateLoadBytes(entry: ModelEntry): Promise<number> {
         const dtype = entry.dtype ?? "fp32";
         if (entry.task === "embedding") {
           const dir = localDir(entry);
-          return filesBytes([...onnxWeightFiles(dir, dtype), join(dir, "tokenizer.json")]);
+          return filesBytes([
+            ...onnxWeightFiles(dir, dtype, embeddingModelFileName(entry)),
+            join(dir, "tokenizer.json"),
+          ]);
         }
         const name = chatModelFileName(entry);
         return filesBytes([...onnxWeightFiles(entry.path, dtype, name), join(entry.path, "tokenizer.json")]);

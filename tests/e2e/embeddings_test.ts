@@ -3,7 +3,14 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { errorOf, MODELS_DIR, postRaw, startTestServer, type TestServer } from "../helpers.ts";
+import {
+  errorOf,
+  GENERATED_MODELS,
+  MODELS_DIR,
+  postRaw,
+  startTestServer,
+  type TestServer,
+} from "../helpers.ts";
 import { embeddingBatchStats } from "../../src/api/embeddings.ts";
 import { transformersRuntime } from "../../src/engines/transformers/runtime.ts";
 import { memoryLogger } from "../../src/log.ts";
@@ -264,6 +271,78 @@ Deno.test("embeddings e2e: a full queue is 429 with Retry-After; a gone client's
     const after = stats();
     assert.equal(after.dropped - before.dropped, 1);
     assert.equal(after.batches, before.batches, "nothing ran for the dropped request");
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("embeddings e2e: the fused encoder layout (model_O2.onnx) gives the decomposed graph's vectors", async () => {
+  // The same weights with onnxruntime's fused BERT operators (EmbedLayerNormalization, Attention with the raw
+  // padding mask, SkipLayerNormalization, BiasGelu), chosen by the manifest's model_file_name as for a
+  // sentence-transformers repo that ships onnx/model_O2.onnx.
+  const manifest = {
+    ...GENERATED_MODELS,
+    models: {
+      ...GENERATED_MODELS.models,
+      "embed-fused": {
+        task: "embedding" as const,
+        path: "generated/embed-tiny",
+        dtype: "fp32",
+        device: "cpu" as const,
+        options: { model_file_name: "model_O2" },
+      },
+    },
+  };
+  const s = await startTestServer({ manifest });
+  try {
+    // Lengths from 1 to 30 tokens in one batch: padding everywhere but in the longest row.
+    const texts = [...SENTENCES, "x", SENTENCES.join(" ").slice(0, 120)];
+    const ids = [[5, 17, 300, 2], [40]];
+    for (const input of [texts, ids] as (string[] | number[][])[]) {
+      const ref = await s.client.embeddings.create({ model: MODEL, input, encoding_format: "float" });
+      const fused = await s.client.embeddings.create({
+        model: "embed-fused",
+        input,
+        encoding_format: "float",
+      });
+      assert.deepEqual(fused.usage, ref.usage);
+      assert.equal(fused.data.length, input.length);
+      fused.data.forEach((d, i) => {
+        assert.ok(maxDiff(d.embedding, ref.data[i].embedding) < 1e-5, `input ${i}`);
+        assert.ok(Math.abs(norm(d.embedding) - 1) < 1e-5);
+      });
+    }
+    const loaded = s.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === "model loaded");
+    assert.match(loaded.find((l) => l.model === "embed-fused").backend, /fp32 \(model_O2\)$/);
+    assert.doesNotMatch(loaded.find((l) => l.model === MODEL).backend, /model_O2/);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("embeddings e2e: a model_file_name with no such file is a 503 naming the file", async () => {
+  const manifest = {
+    ...GENERATED_MODELS,
+    models: {
+      ...GENERATED_MODELS.models,
+      "embed-missing": {
+        task: "embedding" as const,
+        path: "generated/embed-tiny",
+        dtype: "fp32",
+        device: "cpu" as const,
+        options: { model_file_name: "model_O9" },
+      },
+    },
+  };
+  const s = await startTestServer({ manifest });
+  try {
+    const res = await postRaw(
+      `${s.url}/v1/embeddings`,
+      JSON.stringify({ model: "embed-missing", input: "x" }),
+    );
+    assert.equal(res.status, 503);
+    assert.match(errorOf(res.json).message, /onnx\/model_O9\.onnx/);
+    assert.equal((await floats(s, "still here")).data.length, 1);
   } finally {
     await s.close();
   }

@@ -1,15 +1,17 @@
 // Owns the embed-tiny generator: a 2-layer, 32-wide BERT encoder with seeded random weights in the folder
-// layout the transformers.js feature-extraction pipeline and sentence-transformers expect (fp32 + q8 ONNX),
+// layout the transformers.js feature-extraction pipeline and sentence-transformers expect (fp32 + q8 ONNX, and
+// fp32 with onnxruntime's fused BERT operators as onnx/model_O2.onnx),
 // and the same weights and vocabulary as GGUF (F32, Q8_0) for the llama.cpp backend (gguf/).
 import { join } from "node:path";
-import { bertConfig, type BertShape, buildBert } from "./bert_graph.ts";
+import { bertConfig, type BertShape, buildBert, FUSED_BERT_FILE } from "./bert_graph.ts";
+import { MS_DOMAIN } from "./onnx_builder.ts";
 import { bertGguf } from "./gguf_writer.ts";
 import { writeJson, writeSentenceTransformerFiles } from "./model_files.ts";
 import { ONNX_FILE } from "./onnx_quantize.ts";
 import { Prng } from "./prng.ts";
 import { BERT_SPECIALS, wordPieceVocab, writeWordPieceTokenizer } from "./wordpiece_tokenizer.ts";
 
-export const VERSION = "embed-tiny-3";
+export const VERSION = "embed-tiny-4";
 
 export const EMBED_TINY_MAX_LENGTH = 128;
 
@@ -37,6 +39,9 @@ export async function generate(outDir: string): Promise<void> {
   for (const format of ["fp32", "q8"] as const) {
     await buildBert(shape, new Prng("embed-tiny"), { format }).save(join(outDir, "onnx"), ONNX_FILE[format]);
   }
+  // The same weights with onnxruntime's fused BERT operators, named as sentence-transformers ships them.
+  await buildBert(shape, new Prng("embed-tiny"), { layout: "fused" })
+    .save(join(outDir, "onnx"), FUSED_BERT_FILE, { extraOpsets: { [MS_DOMAIN]: 1 } });
   // The GGUF files take their weights from the fp32 graph's initializers: the very same numbers.
   const graph = buildBert(shape, new Prng("embed-tiny"), { format: "fp32" });
   const weight = (name: string) => {

@@ -5,6 +5,7 @@ import type { Engine, LoadContext, ModelEntry } from "../types.ts";
 import { ModelFilesMissing } from "../../errors.ts";
 import { spinOf, type TransformersModule, transformersRuntime } from "./runtime.ts";
 import {
+  embeddingModelFileName,
   ensureEmbeddingFiles,
   maxTokensOf,
   missingMessage,
@@ -130,6 +131,7 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
   const { tf } = rt;
   const opts = { local_files_only: true };
   const dtype = entry.dtype ?? "fp32";
+  const fileName = embeddingModelFileName(entry);
   // Read before the (slow) graph load so an unsupported pipeline fails fast.
   const pooling = readPooling(dir, entry.options.pooling);
   let tokenizer: Tokenizer;
@@ -139,6 +141,7 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
     model = await tf.AutoModel.from_pretrained(dir, {
       ...opts,
       dtype: dtype as never,
+      ...(fileName !== "model" ? { model_file_name: fileName } : {}),
       device: rt.device,
       session_options: rt.sessionOptions(
         entry.device,
@@ -150,7 +153,9 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
   } catch (e) {
     if ((e as Error).name === "ModelFileNotFoundError" || e instanceof Deno.errors.NotFound) {
       throw new ModelFilesMissing(
-        `${missingMessage(entry, dir, requiredFiles(dtype), ctx.allowRemote)} (${(e as Error).message})`,
+        `${missingMessage(entry, dir, requiredFiles(dtype, fileName), ctx.allowRemote)} (${
+          (e as Error).message
+        })`,
       );
     }
     throw e;
@@ -166,8 +171,8 @@ export async function loadEmbedding(entry: ModelEntry, ctx: LoadContext): Promis
     maxTokens: maxTokensOf(tokenizer.model_max_length, Number(config.max_position_embeddings) || undefined),
     vocabSize: vocab,
     padId: Number.isInteger(padId) ? padId : 0,
-    backend: `${rt.backend} ${dtype}`,
-    weightsBytes: filesBytes(onnxWeightFiles(dir, dtype)),
+    backend: `${rt.backend} ${dtype}${fileName === "model" ? "" : ` (${fileName})`}`,
+    weightsBytes: filesBytes(onnxWeightFiles(dir, dtype, fileName)),
   });
   try {
     await engine.warmUp();

@@ -9,10 +9,19 @@ import { fetchRepoFiles } from "../../hub/fetch_files.ts";
 import { DTYPE_SUFFIX } from "../../hub/dtypes.ts";
 import { DEFAULT_POOLING, poolingFromModules, type PoolingSpec, type StModule } from "./embedding_pooling.ts";
 
+/**
+ * The ONNX file's base name: the manifest's `options.model_file_name` (e.g. "model_O2", an encoder with
+ * onnxruntime's fused operators as sentence-transformers ships it), else "model" as transformers.js names it.
+ */
+export function embeddingModelFileName(entry: ModelEntry): string {
+  const name = entry.options.model_file_name;
+  return typeof name === "string" && name !== "" ? name : "model";
+}
+
 /** Files without which the model cannot load, relative to its folder. */
-export function requiredFiles(dtype: string | undefined): string[] {
+export function requiredFiles(dtype: string | undefined, fileName = "model"): string[] {
   const suffix = DTYPE_SUFFIX[dtype ?? "fp32"];
-  const onnx = suffix === undefined ? [] : [`onnx/model${suffix}.onnx`];
+  const onnx = suffix === undefined ? [] : [`onnx/${fileName}${suffix}.onnx`];
   return ["config.json", "tokenizer.json", "tokenizer_config.json", ...onnx];
 }
 
@@ -49,7 +58,7 @@ export async function ensureEmbeddingFiles(
   opts: { hub?: HubOptions; log?: (line: string) => void } = {},
 ): Promise<string> {
   const dir = localDir(entry);
-  const required = requiredFiles(entry.dtype);
+  const required = requiredFiles(entry.dtype, embeddingModelFileName(entry));
   const missing = () => required.filter((f) => !exists(join(dir, f)));
   if (missing().length === 0) return dir;
   if (!entry.repo || !allowRemote) {
