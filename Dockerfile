@@ -1,7 +1,7 @@
 # Multi-stage image mirroring exactly what CI does (.ci/run): Deno from npm, whisper.cpp built from the pinned
 # npm source by native/build.ts, the pinned prebuilt llama.cpp set up by native/llama.ts, npm dependencies from
 # deno.lock. The runtime stage holds the compiled binary, the whisper and llama.cpp libraries beside it
-# (lib/, lib/llama/), and a models volume; it runs as a non-root user with a health check.
+# (lib/, lib/llama/), the onnxruntime shim (lib/ort/), and a models volume; it runs as a non-root user with a health check.
 # No Docker engine runs on the project's build machines, so this file is kept simple and untested there.
 
 FROM node:20-bookworm AS build
@@ -15,6 +15,7 @@ RUN deno install --frozen
 COPY . .
 RUN deno run -A native/build.ts --if-missing \
     && deno run -A native/llama.ts --if-missing \
+    && deno run -A native/ort.ts --if-missing \
     && deno task compile
 
 FROM debian:bookworm-slim AS runtime
@@ -26,6 +27,7 @@ WORKDIR /app
 COPY --from=build /src/dist/openai-local /app/openai-local
 COPY --from=build /src/native/build/lib/ /app/lib/
 COPY --from=build /src/native/build/llama/lib/ /app/lib/llama/
+COPY --from=build /src/native/build/ort/ /app/lib/ort/
 COPY --from=build /src/models/manifest.json /app/models/manifest.json
 RUN chown -R app:app /app
 USER app

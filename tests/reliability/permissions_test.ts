@@ -31,6 +31,14 @@ Deno.test("permissions: the scoped command line serves chat, responses, embeddin
     models: {
       ...GENERATED_MODELS.models,
       "chat-tiny": { ...GENERATED_MODELS.models["chat-tiny"], device: "auto" as const },
+      // A GroupQueryAttention model: the in-place decoder on onnxruntime's C API (through native/ort_shim.c),
+      // which the scoped --allow-ffi must allow, not a silent fallback to transformers.js.
+      "chat-gqa": {
+        task: "chat" as const,
+        path: "generated/chat-tiny-gqa-packed",
+        dtype: "q4",
+        device: "cpu" as const,
+      },
     },
   };
   const server = await spawnServer({
@@ -53,6 +61,16 @@ Deno.test("permissions: the scoped command line serves chat, responses, embeddin
     });
     assert.equal(chat.status, 200, JSON.stringify(chat.json));
     assert.equal(chat.json.choices[0].message.content, "Hello from chat-tiny!");
+
+    const gqa = await post("/v1/chat/completions", {
+      model: "chat-gqa",
+      messages: [{ role: "user", content: "Hi there!" }],
+    });
+    assert.equal(gqa.status, 200, JSON.stringify(gqa.json));
+    assert.equal(gqa.json.choices[0].message.content, "Hello from chat-tiny!");
+    const loaded = server.log().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+      .find((l) => l.msg === "model loaded" && l.model === "chat-gqa");
+    assert.match(loaded?.backend ?? "", /onnxruntime's C API/, server.log());
 
     // The Responses store writes its SQLite file in the data folder the scoped command line allows.
     const created = await post("/v1/responses", { model: "chat-tiny", input: "Hi there!" });
