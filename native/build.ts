@@ -32,6 +32,18 @@ export function libName(base: string): string {
 export const SHIM_PATH = join(LIB_DIR, libName("whisper_shim"));
 export const CLI_PATH = join(BIN_DIR, Deno.build.os === "windows" ? "whisper-cli.exe" : "whisper-cli");
 
+/** The flags every native setup script takes: --if-missing (no-op when built and fresh) and --force. */
+export function setupFlags(args: string[]): { ifMissing: boolean; force: boolean } {
+  const { values } = parseArgs({
+    args,
+    options: {
+      "if-missing": { type: "boolean", default: false },
+      force: { type: "boolean", default: false },
+    },
+  });
+  return { ifMissing: values["if-missing"] === true, force: values.force === true };
+}
+
 export async function exists(path: string): Promise<boolean> {
   try {
     await Deno.stat(path);

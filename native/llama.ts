@@ -4,9 +4,8 @@
 // against which native/llama_shim.c is compiled. Both tarballs are refused unless their sha512 matches.
 // Output: native/build/llama/lib/ (libllama_shim.so beside libllama and ggml). Takes seconds, not a build.
 // Usage: deno run -A native/llama.ts [--if-missing] [--force]
-import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { BUILD_DIR, exists, libName, NATIVE_DIR, sri } from "./build.ts";
+import { BUILD_DIR, exists, libName, NATIVE_DIR, setupFlags, sri } from "./build.ts";
 
 export const LLAMA_PACKAGE_VERSION = "3.22.1";
 /** npm `dist.integrity` of each pinned tarball. */
@@ -137,13 +136,4 @@ export async function setupLlama(opts: { ifMissing: boolean; force: boolean }): 
   console.log(`set up ${LLAMA_SHIM_PATH} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      "if-missing": { type: "boolean", default: false },
-      force: { type: "boolean", default: false },
-    },
-  });
-  await setupLlama({ ifMissing: values["if-missing"], force: values.force });
-}
+if (import.meta.main) await setupLlama(setupFlags(Deno.args));

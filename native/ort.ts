@@ -3,9 +3,8 @@
 // dependency: it dlopens the libonnxruntime that onnxruntime-node ships when the backend opens it. One C file,
 // no headers; compiles in under a second.
 // Output: native/build/ort/libort_shim.so. Usage: deno run -A native/ort.ts [--if-missing] [--force]
-import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { BUILD_DIR, libName, NATIVE_DIR } from "./build.ts";
+import { BUILD_DIR, libName, NATIVE_DIR, setupFlags } from "./build.ts";
 
 export const ORT_SHIM_DIR = join(BUILD_DIR, "ort");
 export const ORT_SHIM_PATH = join(ORT_SHIM_DIR, libName("ort_shim"));
@@ -37,13 +36,4 @@ export async function buildOrtShim(opts: { ifMissing: boolean; force: boolean })
   if (out.code !== 0) throw new Error(`${cc} exited with ${out.code}`);
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      "if-missing": { type: "boolean", default: false },
-      force: { type: "boolean", default: false },
-    },
-  });
-  await buildOrtShim({ ifMissing: values["if-missing"], force: values.force });
-}
+if (import.meta.main) await buildOrtShim(setupFlags(Deno.args));

@@ -276,24 +276,23 @@ Deno.test("embeddings e2e: a full queue is 429 with Retry-After; a gone client's
   }
 });
 
+/** The generated models plus `id`: embed-tiny's folder, fp32, loading onnx/<fileName>.onnx. */
+function withEmbedTinyFile(id: string, fileName: string) {
+  const entry = {
+    task: "embedding" as const,
+    path: "generated/embed-tiny",
+    dtype: "fp32",
+    device: "cpu" as const,
+    options: { model_file_name: fileName },
+  };
+  return { ...GENERATED_MODELS, models: { ...GENERATED_MODELS.models, [id]: entry } };
+}
+
 Deno.test("embeddings e2e: the fused encoder layout (model_O2.onnx) gives the decomposed graph's vectors", async () => {
   // The same weights with onnxruntime's fused BERT operators (EmbedLayerNormalization, Attention with the raw
   // padding mask, SkipLayerNormalization, BiasGelu), chosen by the manifest's model_file_name as for a
   // sentence-transformers repo that ships onnx/model_O2.onnx.
-  const manifest = {
-    ...GENERATED_MODELS,
-    models: {
-      ...GENERATED_MODELS.models,
-      "embed-fused": {
-        task: "embedding" as const,
-        path: "generated/embed-tiny",
-        dtype: "fp32",
-        device: "cpu" as const,
-        options: { model_file_name: "model_O2" },
-      },
-    },
-  };
-  const s = await startTestServer({ manifest });
+  const s = await startTestServer({ manifest: withEmbedTinyFile("embed-fused", "model_O2") });
   try {
     // Lengths from 1 to 30 tokens in one batch: padding everywhere but in the longest row.
     const texts = [...SENTENCES, "x", SENTENCES.join(" ").slice(0, 120)];
@@ -321,20 +320,7 @@ Deno.test("embeddings e2e: the fused encoder layout (model_O2.onnx) gives the de
 });
 
 Deno.test("embeddings e2e: a model_file_name with no such file is a 503 naming the file", async () => {
-  const manifest = {
-    ...GENERATED_MODELS,
-    models: {
-      ...GENERATED_MODELS.models,
-      "embed-missing": {
-        task: "embedding" as const,
-        path: "generated/embed-tiny",
-        dtype: "fp32",
-        device: "cpu" as const,
-        options: { model_file_name: "model_O9" },
-      },
-    },
-  };
-  const s = await startTestServer({ manifest });
+  const s = await startTestServer({ manifest: withEmbedTinyFile("embed-missing", "model_O9") });
   try {
     const res = await postRaw(
       `${s.url}/v1/embeddings`,
