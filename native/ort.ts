@@ -30,6 +30,7 @@ export async function buildOrtShim(opts: { ifMissing: boolean; force: boolean })
     "-o",
     ORT_SHIM_PATH,
     "-ldl",
+    "-lpthread",
   ];
   console.log(`$ ${cc} ${args.join(" ")}`);
   const out = await new Deno.Command(cc, { args, stdout: "inherit", stderr: "inherit" }).output();

@@ -7,6 +7,7 @@
 // functions are appended), and every function used here exists since API version 5; version 16 is asked for.
 // Handles (sessions, tensors) cross to JS as uint64 values; errors come back as text in the caller's buffer.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +50,9 @@ enum {
 
 static void *const *api;
 static void *env, *cpu_info, *allocator;
+/** Set once every global above is; each model's worker thread opens the shim, so opening is serialized. */
+static int ready;
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define CALL(i, type, ...) ((type)api[i])(__VA_ARGS__)
 
@@ -66,8 +70,7 @@ static int fail(Status *s, char *err, int err_len) {
     if (fail((expr), err, err_len)) return -1;            \
   } while (0)
 
-int oshim_open(const char *library, char *err, int err_len) {
-  if (api) return 0;
+static int open_locked(const char *library, char *err, int err_len) {
   void *lib = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
   if (!lib) {
     snprintf(err, (size_t)err_len, "%s", dlerror());
@@ -81,17 +84,25 @@ int oshim_open(const char *library, char *err, int err_len) {
     snprintf(err, (size_t)err_len, "%s has no OrtGetApiBase", library);
     return -1;
   }
-  void *const *table = get_base()->GetApi(API_VERSION);
-  if (!table) {
+  api = get_base()->GetApi(API_VERSION);
+  if (!api) {
     snprintf(err, (size_t)err_len, "this onnxruntime has no C API version %d", API_VERSION);
     return -1;
   }
-  api = table;
   // One environment per process: onnxruntime hands back the one onnxruntime-node already made.
   CHECK(CALL(CREATE_ENV, Status * (*)(int, const char *, void **), 3, "oai", &env));
   CHECK(CALL(CREATE_CPU_MEMORY_INFO, Status * (*)(int, int, void **), 0, 0, &cpu_info));
   CHECK(CALL(GET_ALLOCATOR_WITH_DEFAULT_OPTIONS, Status * (*)(void **), &allocator));
   return 0;
+}
+
+/** Opens onnxruntime's C API from `library` (once per process; later calls return at once). 0 or -1. */
+int oshim_open(const char *library, char *err, int err_len) {
+  pthread_mutex_lock(&open_lock);
+  int rc = ready ? 0 : open_locked(library, err, err_len);
+  if (rc == 0) ready = 1;
+  pthread_mutex_unlock(&open_lock);
+  return rc;
 }
 
 /** A session over `path`; `config` holds key\0value\0 pairs ended by an empty key. */

@@ -56,6 +56,8 @@ export const OFF_HEAP_BYTES = 128;
 
 /** A buffer for an error message. */
 const errorBuffer = () => new Uint8Array(1024);
+/** The error text of the calls made on this thread (all but runs): each is read right after its call. */
+const syncError = errorBuffer();
 
 function text(bytes: Uint8Array): string {
   const end = bytes.indexOf(0);
@@ -162,7 +164,7 @@ export class NativeTensor {
   #handle: bigint | null;
   constructor(readonly data: Data, readonly dims: readonly number[], readonly ort: Ort, type: ElementType) {
     const out = new BigUint64Array(1);
-    const err = errorBuffer();
+    const err = syncError;
     check(
       ort.shim.oshim_tensor(
         data,
