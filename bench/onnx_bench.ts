@@ -13,7 +13,9 @@
 // (no server at all) and this server's llama.cpp backend (the same HTTP path the ONNX rows take); each ONNX
 // row is compared with both. Then each variant's own prefill/step loop on this thread without the server
 // (what the HTTP side costs), and embeddings inputs/s on the MiniLM-L6 shape: before (threads never spin),
-// after (spinning within runs), and the fused encoder layout (onnx/model_O2.onnx).
+// after (spinning within runs), and the fused encoder layout (onnx/model_O2.onnx). Between them, the other
+// layouts real repos ship (fp16, q4f16, external data, a merged decoder) at the same shape, each loaded and
+// decoded through the server.
 // Decode tokens/s: the extra tokens over the extra time between two lengths (64 and 16), so prefill and every
 // fixed cost cancel; TTFT: a ~128-token prompt that no earlier request shares (a cold prefill).
 //
@@ -38,6 +40,7 @@ const BENCH = "models/generated/bench";
 const DECOMPOSED = `${BENCH}/smollm2-135m-instruct`;
 const FUSED = `${BENCH}/smollm2-135m-gqa`;
 const MINILM = `${BENCH}/all-minilm-l6-v2`;
+const LAYOUTS = `${BENCH}/smollm2-135m-layouts`;
 const LONG = 64;
 const SHORT = 16;
 const BEFORE = { onnx_direct_run: false, ort_spinning: "never" };
@@ -61,6 +64,15 @@ for (const { dtype } of BITS) {
     models[`${v.id}-${dtype}`] = { task: "chat", path: v.path, dtype, device: "cpu", options: v.options };
   }
 }
+/** The other layouts real repos ship, at the real size: each must load and decode through the server. */
+const OTHER_LAYOUTS = [
+  { id: "layout-fp16", name: "fp16 weights, fp16 KV cache (decomposed)", path: LAYOUTS, dtype: "fp16" },
+  { id: "layout-fp16-fused", name: "fp16, fused (packed), C API", path: FUSED, dtype: "fp16" },
+  { id: "layout-q4f16-fused", name: "q4f16, fused (packed), C API", path: FUSED, dtype: "q4f16" },
+  { id: "layout-q4-external", name: "q4, weights in model_q4.onnx_data", path: LAYOUTS, dtype: "q4" },
+  { id: "layout-q8-merged", name: "q8, decoder_model_merged (use_cache_branch)", path: LAYOUTS, dtype: "q8" },
+] as const;
+for (const l of OTHER_LAYOUTS) models[l.id] = { task: "chat", path: l.path, dtype: l.dtype, device: "cpu" };
 for (const { gguf } of BITS) {
   models[`llama-${gguf}`] = {
     task: "chat",
@@ -203,6 +215,30 @@ try {
         }% of ` +
         `llama.cpp through this server on ${gguf} (goal >= 60%); prompt ${promptTokens} tokens.`,
     );
+  }
+
+  // The other layouts, at the real size: loaded and decoded through the server (each as it runs by default).
+  out.push(
+    "",
+    "Other layouts at the same shape, through the server (as each runs by default), " +
+      `${Math.max(2, Math.ceil(rounds / 2))} rounds:`,
+    "",
+    "| layout | TTFT ms | decode tok/s |",
+    "|---|---:|---:|",
+  );
+  for (const l of OTHER_LAYOUTS) {
+    await streamChat(url, ask(l.id, 8)); // load + warm up
+    const a: number[] = [];
+    const b: number[] = [];
+    const t: number[] = [];
+    for (let r = 0; r < Math.max(2, Math.ceil(rounds / 2)); r++) {
+      const x = await streamChat(url, ask(l.id, LONG));
+      const y = await streamChat(url, ask(l.id, SHORT));
+      if (x.tokens !== LONG || y.tokens !== SHORT) throw new Error(`${l.id}: wrong token counts`);
+      a.push(x.total), b.push(y.total), t.push(x.ttft, y.ttft);
+    }
+    const tps = ((LONG - SHORT) / (median(a) - median(b))) * 1000;
+    out.push(`| ${l.name} | ${f1(median(t))} | ${f1(tps)} |`);
   }
 
   // Embeddings: 32 inputs of ~12 words per request, inputs/s.

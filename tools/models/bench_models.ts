@@ -12,6 +12,7 @@ export const BENCH_DIR = fileURLToPath(new URL("../../models/generated/bench/", 
 const BENCH_MODELS: Record<string, Generator> = {
   "smollm2-135m-instruct": smollm2,
   "smollm2-135m-gqa": smollm2.gqa,
+  "smollm2-135m-layouts": smollm2.layouts,
   "all-minilm-l6-v2": minilm,
 };
 

@@ -1,6 +1,7 @@
 // Owns the SmolLM2-135M-Instruct-shaped benchmark model: the real architecture (Llama, 30 layers, hidden 576,
 // 9 heads / 3 KV heads, vocab 49152, tied embeddings) with seeded random weights, as fp32, q8 and q4 ONNX
-// (and q8, q4, q4f16 in the packed fused layout: `gqa`), and as Q8_0 and Q4_0 GGUF (gguf/), plus a 49152-entry byte-level BPE tokenizer (trained merges topped up with synthetic ones) and the chat
+// (and fp16, q8, q4, q4f16 in the packed fused layout: `gqa`; fp16, q4 with external data and a merged q8
+// decoder: `layouts`), and as Q8_0 and Q4_0 GGUF (gguf/), plus a 49152-entry byte-level BPE tokenizer (trained merges topped up with synthetic ones) and the chat
 // template. Its output is gibberish by design: it exists to measure speed and memory at a real size.
 import { join } from "node:path";
 import { BYTE_TOKENS, type Merge, preTokenize, trainBpe, writeByteLevelTokenizer } from "./bpe_tokenizer.ts";
@@ -104,11 +105,11 @@ export function generate(outDir: string): Promise<void> {
  * form: packed QKV with the rotary embedding inside GroupQueryAttention, gate and up in one MatMulNBits.
  */
 export const gqa = {
-  VERSION: "smollm2-135m-gqa-2",
+  VERSION: "smollm2-135m-gqa-3",
   generate: (outDir: string) =>
     writeBenchModel(
       outDir,
-      (["q8", "q4", "q4f16"] as const).map((dtype) => ({
+      (["fp16", "q8", "q4", "q4f16"] as const).map((dtype) => ({
         dtype,
         attention: "fused",
         packed: true,
@@ -118,7 +119,34 @@ export const gqa = {
     ),
 };
 
-async function writeBenchModel(outDir: string, layouts: DecoderLayout[], gguf: boolean): Promise<void> {
+/**
+ * The same weights in the other layouts real repos ship, at the real size: fp16 weights with an fp16 KV cache
+ * and logits (`model_fp16.onnx`), q4 with its weights in an external `model_q4.onnx_data` (declared in
+ * config.json as onnx-community repos do), and an older merged decoder (`decoder_model_merged_quantized.onnx`,
+ * q8, with use_cache_branch and num_logits_to_keep), which the server finds because the folder has no
+ * `model_quantized.onnx`.
+ */
+export const layouts = {
+  VERSION: "smollm2-135m-layouts-1",
+  generate: (outDir: string) =>
+    writeBenchModel(
+      outDir,
+      [
+        { dtype: "fp16" },
+        { dtype: "q4", external: true },
+        { dtype: "q8", fileName: "decoder_model_merged", cacheBranch: true, logitsToKeep: true },
+      ],
+      false,
+      { "transformers.js_config": { use_external_data_format: { "model_q4.onnx": 1 } } },
+    ),
+};
+
+async function writeBenchModel(
+  outDir: string,
+  layouts: DecoderLayout[],
+  gguf: boolean,
+  config: Record<string, unknown> = {},
+): Promise<void> {
   const s = SMOLLM2_SHAPE;
   const { vocab, merges } = smolVocab(s.vocabSize);
   await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
@@ -154,6 +182,7 @@ async function writeBenchModel(outDir: string, layouts: DecoderLayout[], gguf: b
       pad_token_id: 2,
       pretraining_tp: 1,
       rope_interleaved: false,
+      ...config,
     }),
   );
   await writeJson(outDir, "generation_config.json", {
