@@ -6,6 +6,7 @@ import type { DevicePref, EngineKind, ModelEntry, Task } from "./types.ts";
 import { hubPath } from "../hub/paths.ts";
 
 const REPO_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
+const MODEL_FILE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 const ModelSpec = z.object({
   task: z.enum(["chat", "embedding", "transcription"]),
@@ -19,7 +20,17 @@ const ModelSpec = z.object({
   created: z.number().int().nonnegative().optional(),
   owned_by: z.string().optional(),
   options: z.record(z.string(), z.unknown()).optional(),
-}).strict().refine((m) => m.repo || m.path, "needs repo or path");
+}).strict().refine((m) => m.repo || m.path, "needs repo or path").refine(
+  // A base name inside the model's onnx/ folder (transformers.js appends the dtype suffix and .onnx).
+  (m) => {
+    const name = m.options?.model_file_name;
+    return name === undefined || (typeof name === "string" && MODEL_FILE_NAME.test(name));
+  },
+  {
+    message: "must be a file base name (letters, digits, . _ -; no folders)",
+    path: ["options", "model_file_name"],
+  },
+);
 
 const ManifestSchema = z.object({
   defaults: z.object({

@@ -35,6 +35,17 @@ Deno.test("manifest: no model may point outside the models folder", () => {
   }
 });
 
+Deno.test("manifest: options.model_file_name is a base name inside the model's onnx folder", () => {
+  for (const bad of ["../../etc/passwd", "a/b", "..", "/abs", "", 7]) {
+    const json = { models: { x: { task: "embedding", path: "a", options: { model_file_name: bad } } } };
+    assert.throws(() => parseManifest(json, "/models", "auto"), /models\.x\.options\.model_file_name/);
+  }
+  for (const good of ["model_O2", "decoder_model_merged", "model.v2"]) {
+    const json = { models: { x: { task: "chat", path: "a", options: { model_file_name: good } } } };
+    assert.equal(parseManifest(json, "/models", "auto").entries.get("x")!.options.model_file_name, good);
+  }
+});
+
 Deno.test("manifest: bad shapes name the field", () => {
   assert.throws(
     () => parseManifest({ models: { x: { task: "dance", path: "a" } } }, "/m", "auto"),
