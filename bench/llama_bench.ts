@@ -7,12 +7,13 @@
 //     pads the cells it attends to 256 at a time). Both are timed at two lengths (ignore_eos): prefill and fixed
 //     costs cancel.
 //  2. Concurrency: 1, 4 and 8 streams arriving together (distinct prompts, so no prefix cache): aggregate
-//     tok/s, TTFT p50/max, per-stream decode tok/s. Goals at 8: TTFT max <= 8 idle prefills + 10%, p50 <= 5x
-//     idle, aggregate >= the 1-stream figure.
+//     tok/s, TTFT p50/max, per-stream decode tok/s, each the median over `--bursts` bursts (each against the
+//     idle TTFT measured right before it). Goals at 8: TTFT max <= 8 idle prefills + 10%, p50 <= 5x idle,
+//     aggregate >= the 1-stream figure.
 //  3. The second turn of a conversation with a ~1000-token history: TTFT with the cached prefix vs the same
 //     prompt cold. Goal: <= 15%.
 //
-//   deno run -A bench/llama_bench.ts [--threads 2] [--rounds 5] [--new-tokens 64] [--parallel 8]
+//   deno run -A bench/llama_bench.ts [--threads 2] [--rounds 5] [--new-tokens 64] [--parallel 8] [--bursts 3]
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import type { LlamaContext } from "../src/engines/llama/ffi.ts";
@@ -28,11 +29,13 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "5" },
     "new-tokens": { type: "string", default: "64" },
     parallel: { type: "string", default: "8" },
+    bursts: { type: "string", default: "3" },
   },
 });
 const threads = Number(values.threads);
 const rounds = Number(values.rounds);
 const N = Number(values["new-tokens"]);
+const bursts = Number(values.bursts);
 const TYPES = ["Q8_0", "Q4_0"] as const;
 
 const WORDS =
@@ -109,30 +112,46 @@ for (const t of TYPES) {
   // 2. Streams arriving together.
   let oneStream = 0;
   for (const streams of [1, 4, 8]) {
-    // The idle reference: requests alone just before, in the same state of the prompt cache (its cached cells
-    // take part in every attention, so a TTFT measured earlier, with fewer of them, would flatter nothing).
-    const alone: number[] = [];
-    for (let r = 0; r < 3; r++) alone.push((await streamChat(url, ask(t, user(), 8))).ttft);
-    const idle = median(alone);
-    const t0 = performance.now();
-    const runs = await Promise.all(Array.from({ length: streams }, () => streamChat(url, ask(t, user(), N))));
-    const wall = performance.now() - t0;
-    const tokens = runs.reduce((n, r) => n + r.tokens, 0);
-    const aggregate = (tokens / wall) * 1000;
+    // Each burst is one sample of a noisy machine: the row gives the median of `bursts` of them.
+    const idles: number[] = [];
+    const p50s: number[] = [];
+    const maxes: number[] = [];
+    const aggregates: number[] = [];
+    const perStreams: number[] = [];
+    for (let k = 0; k < bursts; k++) {
+      // The idle reference: requests alone just before, in the same state of the prompt cache (its cached
+      // cells take part in every attention, so a TTFT measured earlier, with fewer of them, would flatter
+      // nothing).
+      const alone: number[] = [];
+      for (let r = 0; r < 3; r++) alone.push((await streamChat(url, ask(t, user(), 8))).ttft);
+      idles.push(median(alone));
+      const t0 = performance.now();
+      const runs = await Promise.all(
+        Array.from({ length: streams }, () => streamChat(url, ask(t, user(), N))),
+      );
+      const wall = performance.now() - t0;
+      aggregates.push((runs.reduce((n, r) => n + r.tokens, 0) / wall) * 1000);
+      const firsts = runs.map((r) => r.ttft).sort((a, b) => a - b);
+      p50s.push(median(firsts));
+      maxes.push(firsts.at(-1)!);
+      perStreams.push(median(runs.map((r) => ((r.tokens - 1) / (r.total - r.ttft)) * 1000)));
+    }
+    const idle = median(idles);
+    const aggregate = median(aggregates);
     if (streams === 1) oneStream = aggregate;
-    const firsts = runs.map((r) => r.ttft).sort((a, b) => a - b);
-    const perStream = median(runs.map((r) => ((r.tokens - 1) / (r.total - r.ttft)) * 1000));
     conc.push(
-      `| ${t} | ${streams} | ${f1(aggregate)} | ${f1(idle)} | ${f1(median(firsts))} | ` +
-        `${f1(firsts.at(-1)!)} | ${f1(perStream)} |`,
+      `| ${t} | ${streams} | ${f1(aggregate)} | ${f1(idle)} | ${f1(median(p50s))} | ` +
+        `${f1(median(maxes))} | ${f1(median(perStreams))} |`,
     );
     if (streams === 8) {
+      // Each burst against its own idle reference, then the median over bursts.
+      const maxRatio = median(maxes.map((m, k) => m / (8 * idles[k] * 1.1)));
+      const p50Ratio = median(p50s.map((m, k) => m / idles[k]));
       goals.push(
-        `${t} at 8 streams: TTFT max ${f1(firsts.at(-1)!)} ms vs 8 idle prefills + 10% ${
-          f1(8 * idle * 1.1)
-        } ms; TTFT p50 ${(median(firsts) / idle).toFixed(1)}x idle (goal <= 5x); aggregate ${
-          (aggregate / oneStream).toFixed(2)
-        }x the 1-stream figure (goal >= 1).`,
+        `${t} at 8 streams (median of ${bursts} bursts): TTFT max ${f1(median(maxes))} ms, ` +
+          `${maxRatio.toFixed(3)}x the bound of 8 idle prefills + 10% (goal <= 1); TTFT p50 ` +
+          `${p50Ratio.toFixed(1)}x idle (goal <= 5x); aggregate ${(aggregate / oneStream).toFixed(2)}x the ` +
+          `1-stream figure (goal >= 1).`,
       );
     }
   }

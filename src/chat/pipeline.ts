@@ -337,8 +337,9 @@ async function* decodeChoice(
       const isEos = backend.eosIds.has(token) && (mustEnd || !job.ignoreEos);
       const atLimit = generated >= maxTokens;
       // The model computes the next step while this token's text is worked out and its event delivered (the
-      // worker posts it, the HTTP side writes it): only a stop sequence can make that step unneeded.
-      if (!isEos && !atLimit) next = backend.step(seq, token);
+      // worker posts it, the HTTP side writes it): only a stop sequence can make that step unneeded. A backend
+      // whose steps compute on this thread gets the step after the event instead (see `stepsBlock`).
+      if (!isEos && !atLimit && !backend.stepsBlock) next = backend.step(seq, token);
       // Every generated token gets its entry, so a reply has as many as completion_tokens in every finish case;
       // end-of-sequence is spelled as the tokenizer spells it (`<|im_end|>`), as in the top alternatives.
       if (raw) pendingLp.push({ start: produced, lp: st.logprob(raw, token, job.logprobs!) });
@@ -385,7 +386,7 @@ async function* decodeChoice(
         }
       }
       if (finish !== null) break;
-      row = await next!;
+      row = await (next ?? backend.step(seq, token));
       next = null;
     }
   } finally {

@@ -106,6 +106,29 @@ function content(events: ChatEvent[], choice = 0): string {
   return events.map((e) => (e.type === "delta" && e.choice === choice ? e.delta.content ?? "" : "")).join("");
 }
 
+Deno.test("pipeline: the next step starts before a token's event, unless the backend's steps block", async () => {
+  for (const blocking of [false, true]) {
+    const b = new (class extends ScriptedBackend {
+      readonly stepsBlock = blocking;
+    })(HELLO);
+    // Interleave the backend's calls with the events as the consumer sees them.
+    const order: string[] = [];
+    const calls = b.calls;
+    b.calls.push = (...items: string[]) => (order.push(...items), Array.prototype.push.apply(calls, items));
+    for await (const ev of runChat(b, chatJob(hi))) if (ev.type === "delta") order.push(`delta ${ev.tokens}`);
+    const firstSteps = order.slice(1, 5);
+    assert.deepEqual(
+      firstSteps,
+      blocking
+        ? ["delta 1", "step 1 1", "delta 2", "step 1 2"]
+        : ["step 1 1", "delta 1", "step 1 2", "delta 2"],
+      `stepsBlock ${blocking}`,
+    );
+    // Same text either way.
+    assert.equal(order.filter((o) => o.startsWith("delta")).length, 5);
+  }
+});
+
 Deno.test("pipeline: greedy script in, exact events out; one prefill, one step per token, all closed", async () => {
   const b = new ScriptedBackend(HELLO);
   const events = await collect(runChat(b, chatJob(hi)));

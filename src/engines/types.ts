@@ -326,6 +326,12 @@ export interface ChatBackend {
   prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }>;
   /** Feeds one token and returns the next logits. */
   step(seq: SequenceId, token: number): Promise<Float32Array>;
+  /**
+   * Whether `step` may compute on this thread before it returns (a synchronous native call): then the
+   * pipeline delivers a token's event before asking for the next step, since the event would otherwise wait
+   * for that computation. Absent: steps compute off the thread and start as soon as a token is chosen.
+   */
+  readonly stepsBlock?: boolean;
   /** Bytes held now: weights plus KV caches (see Engine.memoryBytes). */
   memoryBytes?(): number;
   dispose(): Promise<void>;

@@ -41,6 +41,8 @@ export class LlamaChat implements ChatBackend {
   readonly chatTemplate: string | null;
   #pieceIds: Map<string, number> | null = null;
   readonly defaults: { temperature: number; topP: number; topK: number };
+  /** llama_decode runs on the worker's thread (a round may start inside `step`): events go out first. */
+  readonly stepsBlock = true;
   readonly batcher: DecodeBatcher;
   /** Sequences meant to generate together (the model's queue admits this many jobs). */
   readonly parallel: number;
