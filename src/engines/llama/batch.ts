@@ -1,7 +1,7 @@
 // Owns continuous batching for one llama.cpp context: every sequence that wants a token decoded (a decode step)
 // or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode: every waiting step
-// together, or prompts in arrival order (up to PROMPT_ROUNDS_PER_STEP_ROUND prompt rounds between two rounds
-// of steps). Streams therefore generate together, and a new request's prompt is read between their tokens
+// together, or prompts in arrival order (prompts first: a round of steps after at most `promptRounds` prompt
+// rounds, the model's --parallel). Streams therefore generate together, and a new request's prompt is read between their tokens
 // instead of after their generations. A round starts as a macrotask, after the sequences resolved by the
 // previous round have sampled and queued their next token (microtasks).
 import type { LlamaContext } from "./ffi.ts";
@@ -23,22 +23,12 @@ export const NO_KV_ROOM = 1;
 /** Prompt tokens a round reads before it stops taking in further prompts (enough to keep the cores busy). */
 export const PROMPT_CHUNK = 64;
 
-/**
- * Prompt rounds that may run before a waiting round of steps goes (prompts waiting all the while). A round of
- * steps costs several ms per running stream (each step row attends over the whole unified KV cache), so when
- * requests arrive together, a step round after every prompt round put the last one's first token 4-6% past
- * 8 prefills; four prompt rounds per round of steps kept it within (SmolLM2-135M shape, 8 streams: TTFT max
- * 0.98x the 8-prefill + 10% bound, p50 4.7x idle; one-to-one turns 1.06x and 5.0x). Running streams then
- * pause for at most four prefills while a burst of prompts is read.
- */
-export const PROMPT_ROUNDS_PER_STEP_ROUND = 4;
-
 export class DecodeBatcher {
   readonly #queue: Work[] = [];
   readonly #wake = new MessageChannel();
   #scheduled = false;
   /** Prompt rounds since the last round of steps (steps may go first at the start). */
-  #promptRounds = PROMPT_ROUNDS_PER_STEP_ROUND;
+  #promptRounds = Infinity;
   #tokens: Int32Array;
   #pos: Int32Array;
   #seq: Int32Array;
@@ -51,6 +41,16 @@ export class DecodeBatcher {
     private readonly nVocab: number,
     /** Sequences open now: once that many have queued work, nobody else is coming and the round starts. */
     private readonly open: () => number = () => Infinity,
+    /**
+     * Prompt rounds that may run before a waiting round of steps goes (prompts waiting all the while): the
+     * model's --parallel, so a burst of as many requests as it serves together is read before the running
+     * streams' next tokens. A round of steps costs several ms per running stream (each step row attends over
+     * the whole unified KV cache); with one after every prompt round, 8 requests arriving together saw the
+     * last first token 3-6% past 8 idle prefills + 10% (SmolLM2-135M shape), with 4 about at it (0.99-1.03x),
+     * with 8 within it (0.95-0.97x, p50 4.6-4.7x idle). Running streams pause meanwhile, for at most this
+     * many prefills.
+     */
+    private readonly promptRounds = 1,
   ) {
     this.#tokens = new Int32Array(nBatch);
     this.#pos = new Int32Array(nBatch);
@@ -87,14 +87,14 @@ export class DecodeBatcher {
   #round(): void {
     if (this.#queue.length === 0) return;
     // Steps (one token left) and prompts take turns while both wait: a round of every step after at most
-    // PROMPT_ROUNDS_PER_STEP_ROUND rounds of prompts. Prompt rounds don't carry step rows, which cost several
+    // `promptRounds` rounds of prompts. Prompt rounds don't carry step rows, which cost several
     // times their share inside a prompt-sized batch (attention tiles of a step row's sequence can't be
     // skipped; measured on the bench model: +8 ms per step in a 193-token prompt round, against ~3.5 ms per
     // step in a round of steps alone).
     const isStep = (w: Work) => w.tokens.length - w.done === 1;
     const steps = this.#queue.filter(isStep);
     const stepTurn = steps.length > 0 &&
-      (steps.length === this.#queue.length || this.#promptRounds >= PROMPT_ROUNDS_PER_STEP_ROUND);
+      (steps.length === this.#queue.length || this.#promptRounds >= this.promptRounds);
     this.#promptRounds = stepTurn ? 0 : this.#promptRounds + 1;
     const order = stepTurn ? steps : this.#queue.filter((w) => !isStep(w));
     let n = 0;

@@ -1,7 +1,7 @@
 // Unit tests of DecodeBatcher's rounds against a recording stand-in for the llama.cpp context: what goes into
 // each llama_decode (steps first, prompts one after another), which logits row each caller gets, and failures.
 import assert from "node:assert/strict";
-import { DecodeBatcher, NO_KV_ROOM, PROMPT_CHUNK, PROMPT_ROUNDS_PER_STEP_ROUND } from "./batch.ts";
+import { DecodeBatcher, NO_KV_ROOM, PROMPT_CHUNK } from "./batch.ts";
 import type { LlamaContext } from "./ffi.ts";
 
 const VOCAB = 4;
@@ -32,8 +32,8 @@ class RecordingContext {
   }
 }
 
-function batcher(ctx: RecordingContext, open = Infinity) {
-  return new DecodeBatcher(ctx as unknown as LlamaContext, 512, VOCAB, () => open);
+function batcher(ctx: RecordingContext, open = Infinity, promptRounds = 1) {
+  return new DecodeBatcher(ctx as unknown as LlamaContext, 512, VOCAB, () => open, promptRounds);
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => 100 + i);
@@ -57,29 +57,24 @@ Deno.test("steps and prompts take turns; prompts are read one after another in a
   assert.deepEqual([...results[3]], [4, 50, 1, 0]);
 });
 
-Deno.test("a running stream gets a token after at most PROMPT_ROUNDS_PER_STEP_ROUND prompt rounds", async () => {
-  assert.equal(PROMPT_ROUNDS_PER_STEP_ROUND, 4);
-  const ctx = new RecordingContext();
-  const b = batcher(ctx);
-  // Sequence 9 generates: every step it gets back queues its next one at once, as the chat pipeline does.
-  let pos = 10;
-  const generate = async () => {
-    while (pos < 14) await b.submit(9, [1], pos++);
-  };
-  await Promise.all([generate(), ...[1, 2, 3, 4, 5, 6].map((s) => b.submit(s, range(100), 0))]);
-  const kinds = ctx.rounds.map((r) => r.seq.every((s) => s === 9) ? "step" : `prompt ${r.seq[0]}`);
-  assert.deepEqual(kinds, [
-    "step",
-    "prompt 1",
-    "prompt 2",
-    "prompt 3",
-    "prompt 4",
-    "step",
-    "prompt 5",
-    "prompt 6",
-    "step",
-    "step",
-  ]);
+Deno.test("a running stream gets a token after at most promptRounds prompt rounds", async () => {
+  for (
+    const [promptRounds, want] of [
+      [1, "s 1 s 2 s 3 s 4 s 5 s 6 s s"],
+      [4, "s 1 2 3 4 s 5 6 s s"],
+    ] as const
+  ) {
+    const ctx = new RecordingContext();
+    const b = batcher(ctx, Infinity, promptRounds);
+    // Sequence 9 generates: every step it gets back queues its next one at once, as the chat pipeline does.
+    let pos = 10;
+    const generate = async () => {
+      while (pos < 10 + want.split(" ").filter((k) => k === "s").length) await b.submit(9, [1], pos++);
+    };
+    await Promise.all([generate(), ...[1, 2, 3, 4, 5, 6].map((s) => b.submit(s, range(100), 0))]);
+    const kinds = ctx.rounds.map((r) => r.seq.every((s) => s === 9) ? "s" : `${r.seq[0]}`);
+    assert.equal(kinds.join(" "), want, `promptRounds ${promptRounds}`);
+  }
 });
 
 Deno.test("short prompts share a round until it has read PROMPT_CHUNK prompt tokens", async () => {

@@ -101,6 +101,7 @@ export class LlamaChat implements ChatBackend {
       opts.nBatch,
       info.nVocab,
       () => this.#handles.size,
+      opts.parallel,
     );
     this.backend = opts.description;
   }
