@@ -115,7 +115,10 @@ export class TransformersChat implements ChatBackend {
   readonly #cacheNames: [string, string][];
   readonly #inputs: ReadonlySet<string>;
   readonly #positionBase: number;
-  /** All-ones attention mask for any length up to the context; views of it are fed, never copies. */
+  /**
+   * All-ones attention mask for any length up to the context; views of it are fed, never copies. Empty with a
+   * native decoder, which feeds its own.
+   */
   readonly #ones: BigInt64Array;
   readonly #keepOne: Tensor | null;
   readonly #decode: (ids: number[]) => string;
@@ -141,7 +144,7 @@ export class TransformersChat implements ChatBackend {
       if (rename) this.#cacheNames.push([name, rename[1] + name.slice(rename[0].length)]);
     }
     this.contextLength = contextLengthOf(entry, config, tokenizer.model_max_length);
-    this.#ones = new BigInt64Array(this.contextLength).fill(1n);
+    this.#ones = native ? new BigInt64Array(0) : new BigInt64Array(this.contextLength).fill(1n);
     this.#positionBase = ONE_BASED_POSITIONS.has(String(config.model_type)) ? 1 : 0;
     this.#keepOne = this.#inputs.has("num_logits_to_keep")
       ? new parts.tf.Tensor("int64", BigInt64Array.of(1n), [])
