@@ -110,6 +110,7 @@ async function buildShim(): Promise<void> {
     LLAMA_SHIM_PATH,
     join(LLAMA_LIB_DIR, libllama),
     ...(ggml ? [join(LLAMA_LIB_DIR, ggml)] : []),
+    join(LLAMA_LIB_DIR, "libggml-base.so"),
     "-Wl,-rpath,$ORIGIN",
   ];
   console.log(`$ ${cc} ${args.join(" ")}`);

@@ -32,7 +32,8 @@ export class DecodeBatcher {
   #tokens: Int32Array;
   #pos: Int32Array;
   #seq: Int32Array;
-  #out: Int8Array;
+  #out: Int32Array;
+  /** One logits row per sequence id, each handed out as a view (no copy, no allocation per token). */
   #logits: Float32Array;
 
   constructor(
@@ -55,7 +56,7 @@ export class DecodeBatcher {
     this.#tokens = new Int32Array(nBatch);
     this.#pos = new Int32Array(nBatch);
     this.#seq = new Int32Array(nBatch);
-    this.#out = new Int8Array(nBatch);
+    this.#out = new Int32Array(nBatch);
     this.#logits = new Float32Array(0);
     this.#wake.port1.onmessage = () => {
       this.#scheduled = false;
@@ -63,7 +64,11 @@ export class DecodeBatcher {
     };
   }
 
-  /** Decodes `tokens` at positions pos.. of `seq`; resolves with the logits after the last one. */
+  /**
+   * Decodes `tokens` at positions pos.. of `seq`; resolves with the logits after the last one: a view of that
+   * sequence's own row, which stays as it is (the caller may work on it in place) until the sequence's next
+   * submit. A sequence has one submit in flight at a time.
+   */
   submit(seq: number, tokens: readonly number[], pos: number): Promise<Float32Array> {
     if (tokens.length === 0) return Promise.reject(new Error("nothing to decode"));
     return new Promise((resolve, reject) => {
@@ -100,8 +105,8 @@ export class DecodeBatcher {
     let n = 0;
     let promptTokens = 0;
     const took: Work[] = [];
-    const finishing: { work: Work; row: number }[] = [];
-    let rows = 0;
+    const finishing: Work[] = [];
+    let rows = this.#logits.length / this.nVocab;
     for (const w of order) {
       if (n >= this.nBatch) break;
       const left = w.tokens.length - w.done;
@@ -120,11 +125,15 @@ export class DecodeBatcher {
       }
       w.done += take;
       if (w.done === w.tokens.length) {
-        this.#out[n - 1] = 1;
-        finishing.push({ work: w, row: rows++ });
+        this.#out[n - 1] = w.seq + 1;
+        finishing.push(w);
+        rows = Math.max(rows, w.seq + 1);
       }
     }
-    if (this.#logits.length < rows * this.nVocab) this.#logits = new Float32Array(rows * this.nVocab);
+    if (this.#logits.length < rows * this.nVocab) {
+      // A view handed out earlier keeps the old buffer alive, unchanged: its sequence can still read it.
+      this.#logits = new Float32Array(rows * this.nVocab);
+    }
     const rc = this.#decode(n);
     if (rc !== 0) {
       const err = new Error(
@@ -135,9 +144,9 @@ export class DecodeBatcher {
       // Everything that took part in this round is lost; the rest stays queued.
       for (const w of took) this.#queue.splice(this.#queue.indexOf(w), 1), w.reject(err);
     } else {
-      for (const { work, row } of finishing) {
+      for (const work of finishing) {
         this.#queue.splice(this.#queue.indexOf(work), 1);
-        work.resolve(this.#logits.slice(row * this.nVocab, (row + 1) * this.nVocab));
+        work.resolve(this.#logits.subarray(work.seq * this.nVocab, (work.seq + 1) * this.nVocab));
       }
     }
     if (this.#queue.length && !this.#scheduled) {

@@ -6,7 +6,7 @@ import type { LlamaContext } from "./ffi.ts";
 
 const VOCAB = 4;
 
-/** Records every batch; each output row's logits are [seq, last position, round, 0]. */
+/** Records every batch; each output row's logits are [seq, last position, round, 0], in the row asked for. */
 class RecordingContext {
   rounds: { seq: number[]; pos: number[] }[] = [];
   failNext = 0;
@@ -14,7 +14,7 @@ class RecordingContext {
     tokens: Int32Array,
     pos: Int32Array,
     seq: Int32Array,
-    output: Int8Array,
+    output: Int32Array,
     logits: Float32Array,
   ): number {
     if (this.failNext) {
@@ -23,10 +23,8 @@ class RecordingContext {
       return rc;
     }
     this.rounds.push({ seq: [...seq], pos: [...pos] });
-    let row = 0;
     for (let i = 0; i < tokens.length; i++) {
-      if (!output[i]) continue;
-      logits.set([seq[i], pos[i], this.rounds.length, 0], row++ * VOCAB);
+      if (output[i] > 0) logits.set([seq[i], pos[i], this.rounds.length, 0], (output[i] - 1) * VOCAB);
     }
     return 0;
   }
@@ -117,4 +115,22 @@ Deno.test("when every open sequence has queued work the round starts at once", a
   // Synchronously decoded: the round ran inside submit.
   assert.equal(ctx.rounds.length, 1);
   await p;
+});
+
+Deno.test("each sequence reads its logits in its own row: no copy per token, untouched by other sequences", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  const [one, two] = await Promise.all([b.submit(1, [5], 3), b.submit(2, [6], 7)]);
+  assert.deepEqual([...one], [1, 3, 1, 0]);
+  // Other sequences decode (sequence 6 grows the buffer): sequence 1's row is as it was.
+  await b.submit(2, [6], 8);
+  await b.submit(6, [6], 0);
+  assert.deepEqual([...one], [1, 3, 1, 0]);
+  assert.deepEqual([...two], [2, 8, 2, 0]);
+  // Its next token lands in the same row of the same buffer: the view it had is the view it gets.
+  const again = await b.submit(2, [6], 9);
+  const next = await b.submit(2, [6], 10);
+  assert.equal(next.buffer, again.buffer);
+  assert.equal(next.byteOffset, again.byteOffset);
+  assert.deepEqual([...again], [2, 10, 5, 0]);
 });

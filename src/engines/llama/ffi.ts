@@ -9,9 +9,10 @@ const SYMBOLS = {
   lshim_init: { parameters: ["buffer", "i32"], result: "void" },
   lshim_model_load: { parameters: ["buffer", "i32", "i32", "buffer"], result: "pointer" },
   lshim_context: {
-    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "buffer"],
+    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
     result: "pointer",
   },
+  lshim_context_free: { parameters: ["pointer", "u64"], result: "void" },
   lshim_model_info: { parameters: ["pointer", "buffer"], result: "void" },
   lshim_token_flags: { parameters: ["pointer", "buffer", "i32"], result: "void" },
   lshim_token_pieces: { parameters: ["pointer", "i32", "buffer", "i64", "buffer", "i32"], result: "i64" },
@@ -216,6 +217,8 @@ export interface ContextOptions {
 /** One llama_context: a KV cache shared by up to nSeqMax sequences, and a batch decode into JS buffers. */
 export class LlamaContext {
   #ptr: Deno.PointerValue;
+  /** ggml's thread pool for this context (0: ggml starts threads per graph). */
+  #threadpool: bigint;
   readonly pooling: number;
   /** What llama.cpp allocated for the context: the KV cache (all cells, up front), compute and output buffers. */
   readonly bytes: number;
@@ -223,6 +226,7 @@ export class LlamaContext {
   constructor(readonly model: LlamaModel, readonly opts: ContextOptions) {
     const s = model.sym;
     const bytes = new Float64Array(1);
+    const threadpool = new BigUint64Array(1);
     this.#ptr = s.lshim_context(
       model.ptr,
       opts.nCtx,
@@ -232,21 +236,23 @@ export class LlamaContext {
       opts.embeddings ? 1 : 0,
       opts.pooling,
       bytes,
+      threadpool,
     );
+    this.#threadpool = threadpool[0];
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not create a context for the model");
     this.bytes = Math.round(bytes[0]);
     this.pooling = s.llama_pooling_type(this.#ptr);
   }
 
   /**
-   * Decodes one batch and returns the logits of the rows flagged in `output`, row after row. Status 1 means
-   * the KV cache had no room.
+   * Decodes one batch; an entry whose `output` is k > 0 gets its logits in row k - 1 of `logits`. Status 1
+   * means the KV cache had no room.
    */
   decode(
     tokens: Int32Array,
     pos: Int32Array,
     seq: Int32Array,
-    output: Int8Array,
+    output: Int32Array,
     logits: Float32Array | null,
   ): number {
     return this.model.sym.lshim_decode(
@@ -308,7 +314,7 @@ export class LlamaContext {
   }
 
   free(): void {
-    if (this.#ptr) this.model.sym.llama_free(this.#ptr);
+    if (this.#ptr) this.model.sym.lshim_context_free(this.#ptr, this.#threadpool);
     this.#ptr = null;
   }
 }
