@@ -321,7 +321,8 @@ export interface ChatBackend {
   close(seq: SequenceId): void;
   /**
    * Feeds ids after what the sequence holds (reusing a cached prefix where the backend can) and returns the
-   * last position's logits and how many of `ids` came from a cache.
+   * last position's logits and how many of `ids` came from a cache. Logits (here and from `step`) are the
+   * caller's to change in place until the sequence's next `prefill` or `step`, which may reuse the array.
    */
   prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }>;
   /** Feeds one token and returns the next logits. */
