@@ -60,12 +60,6 @@ LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_lay
     return model;
 }
 
-/**
- * A context over the model. `n_seq_max` sequences share one unified KV cache of `n_ctx` cells (so a sequence
- * may use the whole context, and copying a cached prefix to another sequence costs no memory). `pooling` < 0
- * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models). `bytes` receives the
- * size of the buffers the context allocated (KV cache, compute and output buffers).
- */
 typedef struct ggml_threadpool * (*threadpool_new_fn)(struct ggml_threadpool_params * params);
 typedef void (*threadpool_free_fn)(struct ggml_threadpool * threadpool);
 
@@ -76,6 +70,13 @@ static void * cpu_proc(const char * name) {
     return reg ? ggml_backend_reg_get_proc_address(reg, name) : NULL;
 }
 
+/**
+ * A context over the model. `n_seq_max` sequences share one unified KV cache of `n_ctx` cells (so a sequence
+ * may use the whole context, and copying a cached prefix to another sequence costs no memory). `pooling` < 0
+ * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models). `bytes` receives the
+ * size of the buffers the context allocated (KV cache, compute and output buffers); `threadpool_out` the
+ * context's ggml thread pool (0 if none), for lshim_context_free.
+ */
 LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_seq_max,
                                                int n_threads, int embeddings, int pooling, double * bytes,
                                                uint64_t * threadpool_out) {
@@ -94,8 +95,8 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
     struct llama_context * ctx = llama_init_from_model(model, p);
     capture_end(bytes);
     // A thread pool of the context's own, as llama-bench and llama-cli attach: without one ggml starts and
-    // joins its worker threads for every graph, so every generated token (measured on the SmolLM2-135M-shaped
-    // bench files, 2 threads: the decode loop 2-4% faster with the pool, the server's streamed decode up to 6%).
+    // joins its worker threads for every graph, so for every generated token (measured on the SmolLM2-135M-shaped
+    // bench files, 2 threads: libllama's decode loop 2-4% faster with the pool).
     // Its threads sleep between graphs (poll 0): polling ones spin after each token, and a process holds a
     // context per model, so idle models' spinning threads took cores from the busy one (poll 50 made prompts
     // up to 1.8x slower in the benchmark, which runs four contexts).
@@ -113,6 +114,7 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
     return ctx;
 }
 
+/** Frees a context, then its thread pool (which the context uses until then). */
 LSHIM_API void lshim_context_free(struct llama_context * ctx, uint64_t threadpool) {
     llama_free(ctx);
     threadpool_free_fn tp_free = (threadpool_free_fn) cpu_proc("ggml_threadpool_free");
