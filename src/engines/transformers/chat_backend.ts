@@ -75,6 +75,8 @@ interface Sequence {
   cache: CacheRef | null;
   /** The tokens the cache holds (the prompt cache matches prefixes against them). */
   tokens: number[];
+  /** The native decoder's logits for this sequence, reused run after run (see ChatBackend.prefill). */
+  logits?: Float32Array;
 }
 
 /** A closed sequence kept for its cache. */
@@ -404,7 +406,15 @@ export class TransformersChat implements ChatBackend {
   async #advanceNative(native: NativeDecoder, s: Sequence, added: number[]): Promise<Float32Array> {
     const old = s.cache;
     const kv = (old?.tensors as NativeKv | undefined) ?? null;
-    const out = await native.run(kv, s.tokens.length, added, this.#positionBase, !old || old.refs === 1);
+    s.logits ??= new Float32Array(native.vocabSize);
+    const out = await native.run(
+      kv,
+      s.tokens.length,
+      added,
+      this.#positionBase,
+      !old || old.refs === 1,
+      s.logits,
+    );
     if (out.kv !== kv) {
       this.#release(old);
       s.cache = { tensors: out.kv, refs: 1 };

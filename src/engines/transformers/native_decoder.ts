@@ -164,6 +164,8 @@ export class NativeDecoder {
    * Runs `ids` at positions past..past+n-1 (offset by `positionBase`) over `kv` (null: a new cache; it must
    * be the caller's alone: `exclusive`), appending to it in place. Returns the last position's logits and the
    * cache, which is a new one when it had to grow or wasn't exclusive (the caller lets go of the old one).
+   * `into` (vocabSize floats): where float32 logits of a one-row run go, so a decode step allocates no 196 KB
+   * array per token (at a 49152 vocabulary); the returned row is then `into` itself.
    */
   async run(
     kv: NativeKv | null,
@@ -171,6 +173,7 @@ export class NativeDecoder {
     ids: number[],
     positionBase: number,
     exclusive: boolean,
+    into?: Float32Array,
   ): Promise<{ row: Float32Array; kv: NativeKv }> {
     const n = ids.length;
     const need = past + n;
@@ -195,6 +198,8 @@ export class NativeDecoder {
     const rows = this.#keep ? 1 : n;
     const logits = this.#logitsType === "float16"
       ? new Uint16Array(rows * this.vocabSize)
+      : rows === 1 && into?.length === this.vocabSize
+      ? into
       : new Float32Array(rows * this.vocabSize);
     const outputs: [string, NativeTensor][] = [
       ["logits", own(s.tensor(logits, [1, rows, this.vocabSize], this.#logitsType))],
@@ -212,7 +217,9 @@ export class NativeDecoder {
       for (const t of ownTensors) t.release();
     }
     const start = (rows - 1) * this.vocabSize;
-    const row = logits instanceof Float32Array
+    const row = logits === into
+      ? into
+      : logits instanceof Float32Array
       ? logits.subarray(start)
       : Float32Array.from(logits.subarray(start), halfToFloat);
     return { row, kv: cache };

@@ -1,7 +1,8 @@
 // Tests the native decoder on the generated chat-tiny layouts: a GroupQueryAttention graph opens and decodes
 // with its cache in place exactly as onnxruntime-node's concat-and-copy path does (same logits, token by
-// token, across a buffer's growth); a shared cache is copied before a write; a graph that concatenates its
-// cache (decomposed attention) is refused at open, as is a model file that isn't ONNX.
+// token, across a buffer's growth, steps into the caller's logits buffer); a shared cache is copied before a
+// write; a graph that concatenates its cache (decomposed attention) is refused at open, as is a model file that
+// isn't ONNX.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
@@ -54,10 +55,13 @@ Deno.test("native decoder: in-place cache gives onnxruntime-node's logits, throu
     let { row, kv } = await native.run(null, 0, prompt, 0, true);
     assert.deepEqual(row, await reference(prompt));
     const start = kv;
-    // 300 steps: the 256-position buffer grows once (a copy of the valid positions), logits unchanged.
+    // 300 steps: the 256-position buffer grows once (a copy of the valid positions), logits unchanged. The
+    // steps write their logits into one caller buffer (no array per token).
     let token = argmax(row);
+    const into = new Float32Array(native.vocabSize);
     for (let i = 0; i < 300; i++) {
-      ({ row, kv } = await native.run(kv, prompt.length + i, [token], 0, true));
+      ({ row, kv } = await native.run(kv, prompt.length + i, [token], 0, true, into));
+      assert.equal(row, into, "a step's logits should land in the caller's buffer");
       assert.deepEqual(row, await reference([token]), `step ${i}`);
       token = argmax(row);
     }
