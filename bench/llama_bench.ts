@@ -5,7 +5,8 @@
 //     interleaved request by request: the loop runs while the server is idle, before and after each request,
 //     on a prompt as long as the request's, over the same positions (attention grows with them; llama.cpp pads
 //     the cells it attends to 256 at a time). The server's time per token runs from the first streamed token to
-//     the last (the first comes from the prompt: prefill doesn't count); the ratio is the median over pairs.
+//     the last (the first comes from the prompt: prefill doesn't count); the ratio is the median over 2 x
+//     `--rounds` pairs.
 //  2. Concurrency: 1, 4 and 8 streams arriving together (distinct prompts, so no prefix cache): aggregate
 //     tok/s, TTFT p50/max, per-stream decode tok/s, each the median over `--bursts` bursts (each against the
 //     idle TTFT measured right before it). Goals at 8: TTFT max <= 8 idle prefills + 10%, p50 <= 5x idle,
