@@ -32,6 +32,9 @@ export function libName(base: string): string {
 export const SHIM_PATH = join(LIB_DIR, libName("whisper_shim"));
 export const CLI_PATH = join(BIN_DIR, Deno.build.os === "windows" ? "whisper-cli.exe" : "whisper-cli");
 
+/** The C compiler flags of the small shims (one C file each, built into a shared library). */
+export const SHIM_CFLAGS = ["-O2", "-shared", "-fPIC", "-std=c11", "-Wall", "-Wextra"];
+
 /** The flags every native setup script takes: --if-missing (no-op when built and fresh) and --force. */
 export function setupFlags(args: string[]): { ifMissing: boolean; force: boolean } {
   const { values } = parseArgs({

@@ -5,7 +5,7 @@
 // Output: native/build/llama/lib/ (libllama_shim.so beside libllama and ggml). Takes seconds, not a build.
 // Usage: deno run -A native/llama.ts [--if-missing] [--force]
 import { join } from "node:path";
-import { BUILD_DIR, exists, libName, NATIVE_DIR, setupFlags, sri } from "./build.ts";
+import { BUILD_DIR, exists, libName, NATIVE_DIR, setupFlags, SHIM_CFLAGS, sri } from "./build.ts";
 
 export const LLAMA_PACKAGE_VERSION = "3.22.1";
 /** npm `dist.integrity` of each pinned tarball. */
@@ -97,12 +97,7 @@ async function buildShim(): Promise<void> {
   if (!libllama) throw new Error(`no libllama in ${LLAMA_LIB_DIR}`);
   const ggml = [...Deno.readDirSync(LLAMA_LIB_DIR)].find((e) => /^libggml\..*so$/.test(e.name))?.name;
   const args = [
-    "-O2",
-    "-shared",
-    "-fPIC",
-    "-std=c11",
-    "-Wall",
-    "-Wextra",
+    ...SHIM_CFLAGS,
     "-I",
     HEADERS_DIR,
     join(NATIVE_DIR, "llama_shim.c"),

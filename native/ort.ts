@@ -4,7 +4,7 @@
 // no headers; compiles in under a second.
 // Output: native/build/ort/libort_shim.so. Usage: deno run -A native/ort.ts [--if-missing] [--force]
 import { join } from "node:path";
-import { BUILD_DIR, libName, NATIVE_DIR, setupFlags } from "./build.ts";
+import { BUILD_DIR, libName, NATIVE_DIR, setupFlags, SHIM_CFLAGS } from "./build.ts";
 
 export const ORT_SHIM_DIR = join(BUILD_DIR, "ort");
 export const ORT_SHIM_PATH = join(ORT_SHIM_DIR, libName("ort_shim"));
@@ -20,12 +20,7 @@ export async function buildOrtShim(opts: { ifMissing: boolean; force: boolean })
   await Deno.mkdir(ORT_SHIM_DIR, { recursive: true });
   const cc = Deno.env.get("CC") ?? "cc";
   const args = [
-    "-O2",
-    "-shared",
-    "-fPIC",
-    "-std=c11",
-    "-Wall",
-    "-Wextra",
+    ...SHIM_CFLAGS,
     source,
     "-o",
     ORT_SHIM_PATH,
