@@ -23,6 +23,8 @@ import { handleTranscriptions, handleTranslations } from "./api/transcriptions.t
 import { ApiKeys } from "./http/auth.ts";
 import { Cors } from "./http/cors.ts";
 import { errorResponse, toApiError, withRequestId } from "./http/errors.ts";
+import { anthropicErrorResponse } from "./http/anthropic_errors.ts";
+import { handleCountTokens, handleCreateMessage } from "./api/messages.ts";
 import { type Route, Router } from "./http/router.ts";
 import { Metrics } from "./metrics.ts";
 
@@ -34,6 +36,8 @@ export const ROUTES: Route<Handler>[] = [
   { method: "GET", path: "/v1/responses/{id}", handler: handleGetResponse },
   { method: "DELETE", path: "/v1/responses/{id}", handler: handleDeleteResponse },
   { method: "GET", path: "/v1/responses/{id}/input_items", handler: handleListInputItems },
+  { method: "POST", path: "/v1/messages", handler: handleCreateMessage, errors: "anthropic" },
+  { method: "POST", path: "/v1/messages/count_tokens", handler: handleCountTokens, errors: "anthropic" },
   { method: "POST", path: "/v1/embeddings", handler: handleEmbeddings },
   { method: "POST", path: "/v1/audio/transcriptions", handler: handleTranscriptions },
   { method: "POST", path: "/v1/audio/translations", handler: handleTranslations },
@@ -92,6 +96,7 @@ export function createApp(deps: AppDeps): App {
     const deferred: (() => void)[] = [];
     const ignored: string[] = [];
     let routePath = "unmatched";
+    let errorFormat: Route<Handler>["errors"];
 
     const signals = [req.signal];
     if (config.requestTimeoutMs > 0) signals.push(AbortSignal.timeout(config.requestTimeoutMs));
@@ -105,6 +110,7 @@ export function createApp(deps: AppDeps): App {
       } else {
         const { route, params } = router.match(req.method, url.pathname);
         routePath = route.path;
+        errorFormat = route.errors;
         if (!route.open) await keys.check(req);
         const ctx: ApiContext = {
           config,
@@ -132,7 +138,7 @@ export function createApp(deps: AppDeps): App {
         else log.error("request failed", { requestId, error });
         api = withRequestId(api, requestId);
       }
-      res = errorResponse(api);
+      res = errorFormat === "anthropic" ? anthropicErrorResponse(api, requestId) : errorResponse(api);
     }
 
     const headers = new Headers(res.headers);

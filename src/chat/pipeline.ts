@@ -25,7 +25,7 @@ import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "./
 import { IncrementalDecoder, StopFilter } from "./text.ts";
 import { detectToolFormat, ToolOutputParser } from "./tools/mod.ts";
 import { promptIds, promptParam } from "./prompt.ts";
-import { ReasoningSplitter, templateThinks, THINK_OPEN, ThinkingGate } from "./reasoning.ts";
+import { ReasoningSplitter, templateThinks, THINK_CLOSE, THINK_OPEN, ThinkingGate } from "./reasoning.ts";
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -182,7 +182,7 @@ export async function* runChat(
   const plug = plugins(backend, job, maxTokens, think?.openId, log);
   checkAbort(signal);
 
-  const base = backend.open();
+  const base = backend.open({ keep: job.keepCache === true });
   try {
     const wantEcho = job.echo === true;
     const { logits, cachedTokens, promptLps } = wantEcho && job.logprobs !== null
@@ -330,6 +330,13 @@ async function* decodeChoice(
       if (!mustEnd && (job.ignoreEos || generated < job.minTokens)) {
         for (const id of backend.eosIds) row[id] = -Infinity;
       }
+      // The thinking budget is spent: the block's closing token comes next (when it is one token).
+      if (
+        splitter?.phase === "thinking" && job.thinkingBudget != null && reasoningTokens >= job.thinkingBudget
+      ) {
+        const close = backend.tokenId(THINK_CLOSE);
+        if (close !== undefined) row.fill(-Infinity), row[close] = 0;
+      }
       const token = sampler.sample(row, sampling, rng);
       generated++;
       counts.add(token);
@@ -400,7 +407,14 @@ async function* decodeChoice(
     }
     if (parser.finishReason) finish = parser.finishReason;
   }
-  yield { type: "finish", choice, reason: finish!, completionTokens: generated, reasoningTokens };
+  yield {
+    type: "finish",
+    choice,
+    reason: finish!,
+    completionTokens: generated,
+    reasoningTokens,
+    ...(finish === "stop" && stop.matched !== null ? { stopSequence: stop.matched } : {}),
+  };
 }
 
 /** Logprob entries of tokens whose text starts before `upTo` (text emitted so far). */

@@ -73,6 +73,8 @@ export class StopFilter {
   readonly #stops: string[];
   #held = "";
   stopped = false;
+  /** The stop sequence that ended the text (the earliest in it; the first listed on a tie). */
+  matched: string | null = null;
 
   constructor(stops: readonly string[]) {
     this.#stops = stops.filter((s) => s.length > 0);
@@ -85,7 +87,7 @@ export class StopFilter {
     let cut = -1;
     for (const s of this.#stops) {
       const i = buf.indexOf(s);
-      if (i >= 0 && (cut < 0 || i < cut)) cut = i;
+      if (i >= 0 && (cut < 0 || i < cut)) cut = i, this.matched = s;
     }
     if (cut >= 0) {
       this.stopped = true;

@@ -143,6 +143,8 @@ export interface ChatJob {
   echo?: boolean;
   /** Thinking models: false asks the template not to think (enable_thinking), where it supports that. */
   thinking?: boolean;
+  /** Most tokens a thinking block may take; then the block is closed (where its close tag is one token). */
+  thinkingBudget?: number;
   tools: ChatToolPlan;
   responseFormat: ChatResponseFormat | null;
   /** Choices, generated one after another from one prefill. */
@@ -158,6 +160,8 @@ export interface ChatJob {
   sampling: ChatSamplingRequest;
   /** Choice i draws from the PRNG stream (seed, i). */
   seed: bigint;
+  /** The client marked the prompt for caching (Anthropic's cache_control): a hint for the prompt cache. */
+  keepCache?: boolean;
   /** null: no logprobs; otherwise how many alternatives per token (0..20). */
   logprobs: number | null;
 }
@@ -254,6 +258,8 @@ export type ChatEvent =
     completionTokens: number;
     /** Of completionTokens, those spent in a thinking block. */
     reasoningTokens: number;
+    /** The stop sequence that ended the choice (reason "stop"), when one did. */
+    stopSequence?: string;
   };
 
 /** A loaded chat model as the API sees it: wherever its compute runs (a worker, or this thread). */
@@ -313,8 +319,11 @@ export interface ChatBackend {
   decode(ids: number[]): string;
   /** A token's own text and bytes (partial UTF-8 shows as bytes), for logprobs. */
   tokenText(id: number): { text: string; bytes: number[] };
-  /** A new, empty sequence. */
-  open(): SequenceId;
+  /**
+   * A new, empty sequence. `keep`: the request asked for its prompt to stay cached (a hint; backends with a
+   * prompt cache keep such a sequence's state ahead of unmarked ones once it closes).
+   */
+  open(opts?: { keep?: boolean }): SequenceId;
   /** A copy of a sequence's state (n choices from one prefill). */
   fork(seq: SequenceId): SequenceId;
   /** Frees a sequence's state. */

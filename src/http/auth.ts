@@ -23,19 +23,24 @@ export class ApiKeys {
     this.#digests = Promise.all(keys.map(digest));
   }
 
-  /** Throws 401 `invalid_api_key` unless the request carries a configured key. */
+  /**
+   * Throws 401 `invalid_api_key` unless the request carries a configured key: `Authorization: Bearer` (OpenAI's
+   * clients) or `x-api-key` (Anthropic's).
+   */
   async check(req: Request): Promise<void> {
     if (!this.enabled) return;
     const header = req.headers.get("authorization") ?? "";
     const m = /^Bearer\s+(.+)$/i.exec(header.trim());
-    if (!m) {
+    const key = m?.[1].trim() || req.headers.get("x-api-key")?.trim();
+    if (!key) {
       throw new ApiError({
         status: 401,
-        message: "You didn't provide an API key. Provide it in an Authorization header (Bearer auth).",
+        message: "You didn't provide an API key. Provide it in an Authorization header (Bearer auth) " +
+          "or an x-api-key header.",
         code: "invalid_api_key",
       });
     }
-    const given = await digest(m[1].trim());
+    const given = await digest(key);
     let ok = false;
     // Compare against every key without stopping early, so timing says nothing about which matched.
     for (const d of await this.#digests) ok = equalBytes(given, d) || ok;

@@ -9,6 +9,8 @@ export interface Route<H> {
   handler: H;
   /** Reachable without an API key (health checks). */
   open?: boolean;
+  /** The wire format of its errors: OpenAI's envelope unless the route speaks Anthropic's. */
+  errors?: "anthropic";
 }
 
 export interface Match<H> {

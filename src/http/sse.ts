@@ -14,6 +14,8 @@ export interface SseOptions {
   named?: boolean;
   log?: Logger;
   headers?: Record<string, string>;
+  /** The frame for a failure after the first byte (default: OpenAI's envelope, or Responses' error event). */
+  errorFrame?: (err: unknown) => unknown;
 }
 
 export function frame(data: unknown, named = false): Uint8Array {
@@ -58,7 +60,9 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
         if (api.status >= 500) opts.log?.error("stream failed", { error: String(err) });
         controller.enqueue(
           frame(
-            opts.named
+            opts.errorFrame
+              ? opts.errorFrame(err)
+              : opts.named
               ? { type: "error", code: api.code, message: api.message, param: api.param }
               : errorBody(api),
             opts.named,

@@ -22,12 +22,15 @@ interface Slot {
   /** The tokens whose cells the KV cache holds for this sequence, in order from position 0. */
   tokens: number[];
   active: boolean;
+  /** Keep its cells saved ahead of unmarked ones once it closes (the request marked its prompt for caching). */
+  keep: boolean;
 }
 
 /** A closed sequence's cells, saved in host memory (the prompt cache). */
 interface Saved {
   tokens: number[];
   data: Uint8Array;
+  keep: boolean;
 }
 
 const utf8 = new TextDecoder();
@@ -95,7 +98,10 @@ export class LlamaChat implements ChatBackend {
       topP: num("general.sampling.top_p", 1),
       topK: num("general.sampling.top_k", 0),
     };
-    this.#slots = Array.from({ length: ctx.opts.nSeqMax }, (_, id) => ({ id, tokens: [], active: false }));
+    this.#slots = Array.from(
+      { length: ctx.opts.nSeqMax },
+      (_, id) => ({ id, tokens: [], active: false, keep: false }),
+    );
     this.batcher = new DecodeBatcher(
       ctx,
       opts.nBatch,
@@ -159,10 +165,11 @@ export class LlamaChat implements ChatBackend {
     return { text: tokenDisplayText(bytes), bytes };
   }
 
-  open(): SequenceId {
+  open(opts: { keep?: boolean } = {}): SequenceId {
     const slot = this.#slots.find((s) => !s.active);
     if (!slot) throw new Error("every llama.cpp sequence is in use");
     slot.active = true;
+    slot.keep = opts.keep === true;
     const handle = this.#nextHandle++;
     this.#handles.set(handle, slot);
     return handle;
@@ -187,8 +194,10 @@ export class LlamaChat implements ChatBackend {
   }
 
   /**
-   * Keeps a closed sequence's cells in host memory: the `parallel` latest (llama-server keeps one per slot). A
-   * saved prefix of the new one (the same conversation, one turn earlier) is dropped: the new one covers it.
+   * Keeps a closed sequence's cells in host memory: the `parallel` latest (llama-server keeps one per slot),
+   * and apart from those the `parallel` latest of sequences whose request asked to keep its prompt cached
+   * (Anthropic's `cache_control`), so unmarked traffic in between does not push a marked prompt out. A saved
+   * prefix of the new one (the same conversation, one turn earlier) is dropped: the new one covers it.
    */
   #save(slot: Slot): void {
     const tokens = slot.tokens;
@@ -196,8 +205,13 @@ export class LlamaChat implements ChatBackend {
       const old = this.#saved[i].tokens;
       if (old.length <= tokens.length && commonPrefix(old, tokens) === old.length) this.#saved.splice(i, 1);
     }
-    this.#saved.push({ tokens, data: this.ctx.saveSeq(slot.id) });
-    this.#saved.splice(0, Math.max(0, this.#saved.length - this.parallel));
+    this.#saved.push({ tokens, data: this.ctx.saveSeq(slot.id), keep: slot.keep });
+    for (const keep of [false, true]) {
+      let extra = this.#saved.filter((c) => c.keep === keep).length - this.parallel;
+      for (let i = 0; i < this.#saved.length && extra > 0; i++) {
+        if (this.#saved[i].keep === keep) this.#saved.splice(i--, 1), extra--;
+      }
+    }
   }
 
   busy(): boolean {
