@@ -14,6 +14,7 @@ export interface Generator {
 const GENERATORS: Record<string, string> = {
   "chat-tiny": "./models/chat_tiny.ts",
   "think-tiny": "./models/think_tiny.ts",
+  "agent-tiny": "./models/agent_tiny.ts",
   "embed-tiny": "./models/embed_tiny.ts",
   "whisper-tiny-test": "./models/whisper_tiny.ts",
   "whisper-multi-test": "./models/whisper_multi.ts",

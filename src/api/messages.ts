@@ -66,6 +66,9 @@ function jobOf(body: Body): ChatJob {
     responseFormat: null,
     n: 1,
     maxTokens: body.max_tokens,
+    // Anthropic's clients send the model's whole output limit; a smaller window ends with
+    // model_context_window_exceeded instead of a 400, as Anthropic's newer models do.
+    maxTokensFit: true,
     minTokens: 0,
     ignoreEos: false,
     stop: body.stop_sequences ?? [],
@@ -94,7 +97,7 @@ export async function handleCreateMessage(req: Request, ctx: ApiContext): Promis
   const job = jobOf(body);
   checkJob(job, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
-  const state = new MessageState(body);
+  const state = new MessageState(body, engine.contextLength);
   const run: JobRun = { ctx, entry, engine, started, job };
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), {
@@ -113,11 +116,15 @@ export async function handleCreateMessage(req: Request, ctx: ApiContext): Promis
   return Response.json(state.message(content.blocks, true));
 }
 
-type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use";
+type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "model_context_window_exceeded";
 
-function stopReasonOf(reason: ChatFinishReason, stopSequence: string | undefined): StopReason {
+function stopReasonOf(
+  reason: ChatFinishReason,
+  stopSequence: string | undefined,
+  windowFull: boolean,
+): StopReason {
   if (reason === "tool_calls") return "tool_use";
-  if (reason === "length") return "max_tokens";
+  if (reason === "length") return windowFull ? "model_context_window_exceeded" : "max_tokens";
   return stopSequence !== undefined ? "stop_sequence" : "end_turn";
 }
 
@@ -132,7 +139,7 @@ class MessageState {
   readonly keepCache: boolean;
   readonly omitThinking: boolean;
 
-  constructor(readonly body: Body) {
+  constructor(readonly body: Body, readonly contextLength: number) {
     this.keepCache = hasCacheBreakpoints(body);
     const t = body.thinking;
     this.omitThinking = (t?.type === "enabled" || t?.type === "adaptive") && t.display === "omitted";
@@ -145,7 +152,10 @@ class MessageState {
 
   finish(ev: Extract<ChoiceEvent, { type: "finish" }>): void {
     this.outputTokens += ev.completionTokens;
-    this.stopReason = stopReasonOf(ev.reason, ev.stopSequence);
+    // The reply stopped short of max_tokens because the context window was full.
+    const windowFull = this.promptTokens + this.outputTokens >= this.contextLength &&
+      this.outputTokens < this.body.max_tokens;
+    this.stopReason = stopReasonOf(ev.reason, ev.stopSequence, windowFull);
     this.stopSequence = ev.stopSequence ?? null;
   }
 

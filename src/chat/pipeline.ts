@@ -106,8 +106,11 @@ export function completionBudget(
   promptTokens: number,
   contextLength: number,
   param = "messages",
+  fit = false,
 ): number {
   const room = contextLength - promptTokens;
+  // A ceiling, not a demand: as many as the context leaves, up to the request's figure.
+  if (fit && requested !== null && room >= 1) requested = Math.min(requested, room);
   if (requested === null ? room < 1 : requested > room) {
     const total = promptTokens + (requested ?? 1);
     throw new InvalidRequest(
@@ -173,7 +176,13 @@ export async function* runChat(
   const { signal, log } = opts;
   checkTools(job.tools.declared);
   const ids = promptIds(backend, job);
-  const maxTokens = completionBudget(job.maxTokens, ids.length, backend.contextLength, promptParam(job));
+  const maxTokens = completionBudget(
+    job.maxTokens,
+    ids.length,
+    backend.contextLength,
+    promptParam(job),
+    job.maxTokensFit === true,
+  );
   const sampling = samplingOf(backend, job);
   // Thinking blocks are read out of chat replies of models whose template has them.
   const think = !job.prompt && templateThinks(backend.chatTemplate)

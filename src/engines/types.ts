@@ -151,6 +151,11 @@ export interface ChatJob {
   n: number;
   /** Most tokens per choice; null: whatever the context window leaves. */
   maxTokens: number | null;
+  /**
+   * maxTokens is a ceiling: a prompt that leaves less room gets what is left instead of a 400 (Anthropic's
+   * clients ask for the model's whole output limit, e.g. Claude Code's 128000, whatever the prompt).
+   */
+  maxTokensFit?: boolean;
   /** End-of-sequence tokens are suppressed until a choice has this many tokens. */
   minTokens: number;
   /** Never stop at end-of-sequence tokens (benchmarks: exactly maxTokens). */

@@ -66,10 +66,13 @@ export interface CraftedDecoderSpec {
   gguf?: boolean;
   /** Extra config.json fields (a repo's `transformers.js_config`). */
   config?: Record<string, unknown>;
+  /** Context window in tokens (default CHAT_TINY_CONTEXT): positions of the ONNX graphs, GGUF context_length. */
+  contextLength?: number;
 }
 
 /** Writes tokenizer, config and the crafted weights in the ONNX layouts asked for and as F32/Q8_0 GGUF (gguf/). */
 export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSpec): Promise<void> {
+  const context = spec.contextLength ?? CHAT_TINY_CONTEXT;
   await Deno.mkdir(join(outDir, "onnx"), { recursive: true });
   const ids = await writeByteLevelTokenizer(outDir, {
     vocab: spec.vocab,
@@ -82,7 +85,7 @@ export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSp
       clean_up_tokenization_spaces: false,
       eos_token: IM_END,
       errors: "replace",
-      model_max_length: CHAT_TINY_CONTEXT,
+      model_max_length: context,
       pad_token: ENDOFTEXT,
       split_special_tokens: false,
       tokenizer_class: "Qwen2Tokenizer",
@@ -114,9 +117,9 @@ export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSp
     decoderConfig(shape, "qwen2", {
       bos_token_id: id(ENDOFTEXT),
       eos_token_id: id(IM_END),
-      max_position_embeddings: CHAT_TINY_CONTEXT,
+      max_position_embeddings: context,
       max_window_layers: shape.numLayers,
-      sliding_window: CHAT_TINY_CONTEXT,
+      sliding_window: context,
       use_sliding_window: false,
       ...spec.config,
     }),
@@ -136,7 +139,7 @@ export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSp
     eosId: id(IM_END),
   }, new Prng(spec.seed));
   const layouts = spec.layouts ?? [{ dtype: "fp32" }, { dtype: "q8" }, { dtype: "q4" }];
-  for (const layout of layouts) await writeDecoderLayout(outDir, shape, weights, layout, CHAT_TINY_CONTEXT);
+  for (const layout of layouts) await writeDecoderLayout(outDir, shape, weights, layout, context);
   if (spec.gguf === false) return;
   // The same weights and tokenizer as GGUF for the llama.cpp backend (gguf/ beside the ONNX files).
   const tokenizer = bpeTokenizerMeta(JSON.parse(await Deno.readTextFile(join(outDir, "tokenizer.json"))));
@@ -150,7 +153,7 @@ export async function writeCraftedDecoder(outDir: string, spec: CraftedDecoderSp
         shape,
         weights,
         type,
-        contextLength: CHAT_TINY_CONTEXT,
+        contextLength: context,
         tokenizer,
         bosId: id(ENDOFTEXT),
         eosId: id(IM_END),
