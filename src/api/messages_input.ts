@@ -54,6 +54,13 @@ function messagesOf(m: InputMessage, index: number, last: boolean): ChatMessage[
         `messages[${index}]`,
       );
     }
+    const misplaced = blocks.findIndex((b) => b.type === "tool_result");
+    if (misplaced >= 0) {
+      throw ApiError.badRequest(
+        "tool_result blocks belong in user messages.",
+        `messages[${index}].content[${misplaced}].type`,
+      );
+    }
     const text = blocks.filter((b) => b.type === "text").map(textOf).join("");
     const calls: ChatToolCall[] = blocks.filter((b) => b.type === "tool_use").map((b) => ({
       id: String(b.id),

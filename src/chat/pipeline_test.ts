@@ -174,14 +174,16 @@ Deno.test("pipeline: max tokens, stop sequences, logprobs (one entry per generat
     assert.ok(fin.type === "finish" && fin.completionTokens === n, `${JSON.stringify(opts)}: ${n} entries`);
   }
 
-  const stopped = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { stop: ["wor"] })));
+  const stopped = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { stop: ["ld", "wor"] })));
   assert.equal(content(stopped), "Hello ");
+  // The finish names the stop sequence that matched (Anthropic's stop_sequence).
   assert.deepEqual(stopped.at(-1), {
     type: "finish",
     choice: 0,
     reason: "stop",
     completionTokens: 3,
     reasoningTokens: 0,
+    stopSequence: "wor",
   });
 
   const lp = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { logprobs: 1 })));
@@ -292,6 +294,17 @@ Deno.test("pipeline: a thinking block goes to reasoning (trimmed), never to cont
   const kinds = events.flatMap((e) => e.type === "delta" ? Object.keys(e.delta) : []);
   assert.equal(kinds.indexOf("reasoning"), 0);
   assert.ok(kinds.lastIndexOf("reasoning") < kinds.indexOf("content"));
+});
+
+Deno.test("pipeline: a thinking budget closes the block once it is spent", async () => {
+  const b = new ScriptedBackend(THOUGHT, 64, 3, THINKING_TEMPLATE);
+  const events = await collect(runChat(b, chatJob(hi, { thinkingBudget: 2, maxTokens: 4 })));
+  // "<think>", " wor", then "</think>" where the script says "ld".
+  assert.equal(reasoning(events), "wor");
+  const fin = events.at(-1)!;
+  assert.ok(fin.type === "finish" && fin.reasoningTokens === 3, JSON.stringify(fin));
+  const unbounded = await collect(runChat(new ScriptedBackend(THOUGHT, 64, 3, THINKING_TEMPLATE), chatJob(hi)));
+  assert.equal(reasoning(unbounded), "world");
 });
 
 Deno.test("pipeline: without a thinking template the tags are the model's text; cut mid-thought is reasoning", async () => {

@@ -157,3 +157,14 @@ Deno.test("StopFilter: a stop that completes first wins over a longer one that b
   // Both complete with the same chunk: the one that starts first decides.
   assert.equal(runFilter(["a", "\nac"], ["\n", "ac"]).out.join(""), "");
 });
+
+Deno.test("StopFilter: names the stop sequence that matched first in the text", () => {
+  const f = new StopFilter(["lo", "He", "xyz"]);
+  assert.equal(f.push("xx H"), "xx ");
+  assert.equal(f.push("ello"), "xx ".slice(3));
+  assert.equal(f.stopped, true);
+  assert.equal(f.matched, "He");
+  const none = new StopFilter(["zz"]);
+  none.push("abc");
+  assert.equal(none.matched, null);
+});

@@ -47,7 +47,7 @@ export function agentRequest(model: string, t: AgentTurn): Record<string, unknow
   const cc = t.cacheControl === false ? {} : { cache_control: { type: "ephemeral" } };
   const tools = TOOL_NAMES.map((name, i) => ({
     name,
-    description: words(rng, 120),
+    description: words(rng, 250),
     input_schema: {
       $schema: "https://json-schema.org/draft/2020-12/schema",
       type: "object",
@@ -70,7 +70,7 @@ export function agentRequest(model: string, t: AgentTurn): Record<string, unknow
         text: `x-anthropic-billing-header: cc_version=2.1.328.${t.turn.toString(16)}; cc_entrypoint=cli;`,
       },
       { type: "text", text: "You are an agent for a local model server's tests.", ...cc },
-      { type: "text", text: words(rng, 400), ...cc },
+      { type: "text", text: words(rng, 1000), ...cc },
     ],
     tools,
     messages: [
