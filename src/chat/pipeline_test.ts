@@ -303,7 +303,9 @@ Deno.test("pipeline: a thinking budget closes the block once it is spent", async
   assert.equal(reasoning(events), "wor");
   const fin = events.at(-1)!;
   assert.ok(fin.type === "finish" && fin.reasoningTokens === 3, JSON.stringify(fin));
-  const unbounded = await collect(runChat(new ScriptedBackend(THOUGHT, 64, 3, THINKING_TEMPLATE), chatJob(hi)));
+  const unbounded = await collect(
+    runChat(new ScriptedBackend(THOUGHT, 64, 3, THINKING_TEMPLATE), chatJob(hi)),
+  );
   assert.equal(reasoning(unbounded), "world");
 });
 

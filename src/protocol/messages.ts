@@ -129,8 +129,13 @@ export const ToolChoice = z.discriminatedUnion("type", [
 ]);
 export type ToolChoice = z.infer<typeof ToolChoice>;
 
-/** `display: "omitted"` returns thinking blocks with their signature and no text (Claude Code asks so). */
-const Display = z.enum(["summarized", "omitted"]).optional();
+/**
+ * `display: "omitted"` returns thinking blocks with their signature and no text (Claude Code asks so); any other
+ * value (`summarized`, Claude Code's `updates`, ...) returns the thinking itself: a local model has no separate
+ * summarizer, and the verbatim text is what such a view would be made from. Any string is taken, so a client
+ * that names a newer mode is not refused.
+ */
+const Display = z.string().optional();
 
 export const Thinking = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("enabled"), budget_tokens: z.number().int().min(1024), display: Display }),
