@@ -25,9 +25,14 @@ Deno.test("readme: the client matrix names the versions deno.json pins, and each
   const section = readme.slice(readme.indexOf("### Client matrix"), readme.indexOf("## Models"));
   const rows = section.split("\n").filter((l) => l.startsWith("| `"));
   assert.ok(rows.length >= 6, "the matrix has its rows");
-  const pins = Object.values(denoJson.imports as Record<string, string>).map((v) =>
-    v.replace(/^npm:\/?/, "")
-  );
+  // Claude Code's CLI is pinned by .ci/run (a native binary installed with npm, not an import).
+  const ci = await Deno.readTextFile(join(REPO_ROOT, ".ci", "run"));
+  const claudeCode = /^CLAUDE_CODE_VERSION=(\S+)$/m.exec(ci)?.[1];
+  assert.ok(claudeCode, ".ci/run pins Claude Code's version");
+  const pins = [
+    ...Object.values(denoJson.imports as Record<string, string>).map((v) => v.replace(/^npm:\/?/, "")),
+    `@anthropic-ai/claude-code@${claudeCode}`,
+  ];
   const pinOf = (pkg: string) =>
     pins.find((p) => p.startsWith(`${pkg}@`))?.slice(pkg.length + 1).replace(/\/$/, "");
   for (const row of rows) {
@@ -38,7 +43,18 @@ Deno.test("readme: the client matrix names the versions deno.json pins, and each
     const versions = [...version.matchAll(/\d+\.\d+\.\d+/g)].map((m) => m[0]);
     assert.deepEqual(versions, pkgs.map(pinOf), `${client.trim()}: ${version.trim()}`);
   }
-  for (const f of ["openai_sdk", "vercel_ai", "langchain", "openai_agents"]) {
+  for (
+    const f of [
+      "openai_sdk",
+      "vercel_ai",
+      "langchain",
+      "openai_agents",
+      "anthropic_sdk",
+      "ai_sdk_anthropic",
+      "langchain_anthropic",
+      "claude_code",
+    ]
+  ) {
     await Deno.stat(join(REPO_ROOT, "tests", "clients", `${f}_test.ts`));
   }
 });
