@@ -200,43 +200,25 @@ Deno.test("messages: a tool round trip (tool_use, tool_result, answer), JSON and
       assert.ok(json.length > 1, "arguments arrive in several input_json_delta events");
       assert.deepEqual(JSON.parse(json.join("")), { city: "Paris" });
 
-      const answer = await client.messages.create({
-        model,
-        max_tokens: 100,
-        tools: [WEATHER],
-        messages: [
-          { role: "user", content: WEATHER_Q },
-          { role: "assistant", content: first.content },
-          {
-            role: "user",
-            content: [{
-              type: "tool_result",
-              tool_use_id: use.id,
-              content: '{"temperature": 22, "sky": "sunny"}',
-            }],
-          },
-        ],
-      });
+      /** The conversation after the call, with its result given as `result`. */
+      const withResult = (result: Record<string, unknown>) =>
+        client.messages.create({
+          model,
+          max_tokens: 100,
+          tools: [WEATHER],
+          messages: [
+            { role: "user", content: WEATHER_Q },
+            { role: "assistant", content: first.content },
+            { role: "user", content: [{ type: "tool_result", tool_use_id: use.id, ...result }] },
+          ],
+        });
+      const answer = await withResult({ content: '{"temperature": 22, "sky": "sunny"}' });
       assert.deepEqual(answer.content, [{ type: "text", text: SUNNY }]);
       assert.equal(answer.stop_reason, "end_turn");
       // A tool result given as blocks, flagged as an error, still reaches the model as a tool turn.
-      const blocks = await client.messages.create({
-        model,
-        max_tokens: 100,
-        tools: [WEATHER],
-        messages: [
-          { role: "user", content: WEATHER_Q },
-          { role: "assistant", content: first.content },
-          {
-            role: "user",
-            content: [{
-              type: "tool_result",
-              tool_use_id: use.id,
-              is_error: true,
-              content: [{ type: "text", text: "the weather service is down" }],
-            }],
-          },
-        ],
+      const blocks = await withResult({
+        is_error: true,
+        content: [{ type: "text", text: "the weather service is down" }],
       });
       assert.deepEqual(blocks.content, [{ type: "text", text: SUNNY }]);
     }

@@ -5,9 +5,14 @@
 // is chat-tiny's: `weather` in the prompt asks for the call, a `<tool_response>` makes it answer the tool
 // result's sentence, anything else greets. The lowest-frequency RoPE pair the mode head reads turns by 0.16 rad
 // over 65536 positions (rope_theta 1e6), so the marker scores (gaps of 8) stay apart across the whole window.
-import { byteLevel } from "./bpe_tokenizer.ts";
 import { writeCraftedDecoder } from "./chat_tiny.ts";
-import { ADDED_TOKENS, buildChatTinyVocab, MARKER_MODES, type ReplyChain } from "./chat_tiny_vocab.ts";
+import {
+  ADDED_TOKENS,
+  buildChatTinyVocab,
+  extendableVocab,
+  MARKER_MODES,
+  type ReplyChain,
+} from "./chat_tiny_vocab.ts";
 import { QWEN25_CHAT_TEMPLATE } from "./chat_templates.ts";
 
 export const VERSION = "agent-tiny-1";
@@ -26,14 +31,8 @@ const MODES = ["tool_result", "tool"] as const;
 
 export async function generate(outDir: string): Promise<void> {
   const v = buildChatTinyVocab();
-  const vocab = [...v.vocab];
-  const known = new Set(vocab);
-  /** A generation-only token (no merge makes it, so prompts never contain it). */
-  const fused = (text: string) => {
-    const t = byteLevel(text);
-    if (!known.has(t)) known.add(t), vocab.push(t);
-    return t;
-  };
+  // Generation-only tokens ("\\nThe", a tool's name) so that no reply token repeats.
+  const { vocab, fused } = extendableVocab(v.vocab);
   // chat-tiny's call with the tool's name and its one argument swapped.
   const swap: Record<string, string> = {
     get: fused("Read"),

@@ -158,3 +158,21 @@ export function buildChatTinyVocab(): ChatTinyVocab {
   ) as Record<ModeName, string[]>;
   return { vocab, merges, bpe, chains, markers };
 }
+
+/**
+ * A copy of a vocabulary that generation-only tokens can be added to: `fused(text)` gives the byte-level token
+ * of `text`, appended when new. No merge makes such a token, so prompts never contain it; a reply chain uses it
+ * where a piece would otherwise repeat or take several tokens.
+ */
+export function extendableVocab(
+  base: readonly string[],
+): { vocab: string[]; fused: (text: string) => string } {
+  const vocab = [...base];
+  const known = new Set(vocab);
+  const fused = (text: string) => {
+    const t = byteLevel(text);
+    if (!known.has(t)) known.add(t), vocab.push(t);
+    return t;
+  };
+  return { vocab, fused };
+}

@@ -7,7 +7,13 @@
 // that are not special, as in Qwen3.
 import { byteLevel } from "./bpe_tokenizer.ts";
 import { writeCraftedDecoder } from "./chat_tiny.ts";
-import { ADDED_TOKENS, buildChatTinyVocab, MARKER_MODES, type ReplyChain } from "./chat_tiny_vocab.ts";
+import {
+  ADDED_TOKENS,
+  buildChatTinyVocab,
+  extendableVocab,
+  MARKER_MODES,
+  type ReplyChain,
+} from "./chat_tiny_vocab.ts";
 import { QWEN3_CHAT_TEMPLATE } from "./chat_templates.ts";
 
 export const VERSION = "think-tiny-1";
@@ -26,14 +32,8 @@ const MODES = ["tool_result", "tool"] as const;
 
 export async function generate(outDir: string): Promise<void> {
   const v = buildChatTinyVocab();
-  const vocab = [...v.vocab];
-  const known = new Set(vocab);
-  /** A generation-only token: "\nThe" and the like are one token here so no reply token repeats. */
-  const fused = (text: string) => {
-    const t = byteLevel(text);
-    if (!known.has(t)) known.add(t), vocab.push(t);
-    return t;
-  };
+  // Generation-only tokens ("\\nThe", a tool's name) so that no reply token repeats.
+  const { vocab, fused } = extendableVocab(v.vocab);
   const thought = (sentence: string) => {
     const [first, ...rest] = sentence.split(" ");
     const body = v.bpe.encode(" " + rest.join(" ").replace(/\.$/, ""));
