@@ -2,7 +2,8 @@
 // through llama.cpp) and Claude-Code-shaped requests (tests/support/agent_request.ts: a billing header that
 // changes every request first, long system blocks and tools, a system role message). A second turn reuses the
 // whole earlier prompt (cache_read_input_tokens) and answers its first token far sooner; `cache_control`
-// keeps a marked prompt cached while unmarked traffic passes through the model's one cache slot.
+// keeps a marked prompt cached while unmarked traffic passes through the model's one cache slot. It compares
+// two times to the first token, so `deno task test` runs it on its own, after the parallel suites.
 import assert from "node:assert/strict";
 import { GENERATED_MODELS, startTestServer, type TestServer } from "../helpers.ts";
 import { agentRequest } from "../support/agent_request.ts";
