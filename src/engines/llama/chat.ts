@@ -251,7 +251,15 @@ export class LlamaChat implements ChatBackend {
     }
     slot.tokens = target.slice(0, reuse);
     const rest = target.slice(reuse);
-    const logits = await this.batcher.submit(slot.id, rest, reuse);
+    let logits: Float32Array;
+    try {
+      logits = await this.batcher.submit(slot.id, rest, reuse);
+    } catch (e) {
+      // A later chunk failed (the KV cache full): the earlier chunks' cells are in the cache but not in
+      // `slot.tokens`, so nothing else would remove them before the slot's next sequence.
+      this.ctx.seqRm(slot.id, reuse, -1);
+      throw e;
+    }
     slot.tokens.push(...rest);
     return { logits, cachedTokens: Math.max(0, reuse - had) };
   }

@@ -84,3 +84,36 @@ Deno.test("llama chat: the prompt cache lives in host memory, counted, and a lat
     await chat.dispose();
   }
 });
+
+Deno.test("llama chat: a prompt that fails in a later chunk leaves no cells for the slot's next sequence", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(1));
+  const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+  try {
+    const n = chat.contextLength;
+    const ids = (len: number, from: number) =>
+      Array.from({ length: len }, (_, i) => 100 + ((from + i) % 500));
+    // A running sequence holds 40% of the one context's cells; the next prompt's first chunk (512) still fits,
+    // its second does not.
+    const running = chat.open();
+    await chat.prefill(running, ids(Math.floor(n * 0.4), 0));
+    const failing = chat.open();
+    await assert.rejects(chat.prefill(failing, ids(n - 10, 7)));
+    chat.close(failing);
+    // The next sequence takes the same slot; its logits are a fresh model's for the same prompt.
+    const next = chat.open();
+    const prompt = ids(12, 3);
+    const got = (await chat.prefill(next, prompt)).logits.slice();
+    const seq = fresh.open();
+    const want = (await fresh.prefill(seq, prompt)).logits;
+    let worst = 0;
+    for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
+    assert.ok(worst < 1e-3, `logits differ by ${worst}`);
+    chat.close(next);
+    chat.close(running);
+    fresh.close(seq);
+  } finally {
+    await chat.dispose();
+    await fresh.dispose();
+  }
+});
