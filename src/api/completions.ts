@@ -69,6 +69,14 @@ export async function handleCompletions(req: Request, ctx: ApiContext): Promise<
       ? { text: p, ...(body.suffix != null ? { suffix: body.suffix } : {}) }
       : { ids: p },
   }));
+  if (body.suffix != null && prompts.some((p) => typeof p !== "string")) {
+    // Fill-in-the-middle is built from text (prefix and suffix around the model's FIM tokens).
+    throw ApiError.badRequest(
+      "'suffix' needs a text prompt: a prompt given as token ids has no text to put before the suffix.",
+      "suffix",
+      "invalid_value",
+    );
+  }
   if (body.suffix != null && body.echo) {
     throw ApiError.badRequest("'echo' cannot be used together with 'suffix'.", "echo", "invalid_value");
   }

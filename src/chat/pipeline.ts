@@ -315,7 +315,12 @@ async function* decodeChoice(
     ? new ThinkingGate(constraint, splitter, plug.thinkOpenId)
     : constraint;
   const parser = plug.parser?.(choice);
-  const detok = new IncrementalDecoder((x) => x.length ? backend.decode(x) : "", promptIds);
+  const detok = new IncrementalDecoder(
+    (x) => x.length ? backend.decode(x) : "",
+    promptIds,
+    // Bytes as text: a token that decodes to nothing (a special one) adds none.
+    (id) => backend.decode([id]) === "" ? [] : backend.tokenText(id).bytes,
+  );
   const stop = new StopFilter(job.stop);
   /** Logprob entries not yet attached to emitted text, with the text offset where each token began. */
   const pendingLp: { start: number; lp: ChatTokenLogprob }[] = [];

@@ -4,27 +4,45 @@
 
 /** Decodes ids to text, skipping special tokens. */
 export type DecodeFn = (ids: number[]) => string;
+/** A token's bytes as text (none for special tokens). */
+export type BytesFn = (id: number) => ArrayLike<number>;
 
 const REPLACEMENT = "\uFFFD";
 /** A UTF-8 character spans at most 4 byte-tokens; past that a trailing U+FFFD is really in the text. */
 const MAX_PENDING_TOKENS = 6;
 
+/** Whether bytes end inside a UTF-8 character: a lead byte whose continuation bytes have not all come. */
+export function endsMidCharacter(bytes: ArrayLike<number>): boolean {
+  for (let back = 1; back <= Math.min(4, bytes.length); back++) {
+    const b = bytes[bytes.length - back];
+    if ((b & 0xc0) === 0x80) continue; // a continuation byte: its lead is further back
+    const need = b >= 0xf0 && b <= 0xf4 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 && b < 0xe0 ? 2 : 1;
+    return need > back;
+  }
+  return false;
+}
+
 /**
  * Incremental detokenizer (the prefix/read-offset scheme): each new token is decoded together with a few
  * tokens before it, so decoders that treat the first token of a sequence specially (leading-space
  * stripping) and byte-level tokens that only form a character together both come out right. Text ending in
- * U+FFFD is an incomplete character: it waits for the next token.
+ * U+FFFD may be an incomplete character: with the tokens' bytes (`bytesOf`) the decoder knows, and a literal
+ * U+FFFD (its three bytes all there) goes out at once, at the end of a reply too; a character cut off by the
+ * end of the reply is left out. Without bytes, text ending in U+FFFD waits for the next token, and a trailing
+ * one at the end is taken for a cut-off character.
  */
 export class IncrementalDecoder {
   readonly #decode: DecodeFn;
+  readonly #bytesOf: BytesFn | undefined;
   readonly #ids: number[];
   #prefix: number;
   #read: number;
   #prefixText: string;
 
   /** `context`: the last few prompt tokens, so the first generated token decodes as it would mid-text. */
-  constructor(decode: DecodeFn, context: readonly number[] = []) {
+  constructor(decode: DecodeFn, context: readonly number[] = [], bytesOf?: BytesFn) {
     this.#decode = decode;
+    this.#bytesOf = bytesOf;
     this.#ids = context.slice(-4);
     this.#prefix = 0;
     this.#read = this.#ids.length;
@@ -38,7 +56,7 @@ export class IncrementalDecoder {
     const pending = this.#ids.length - this.#read;
     if (
       text.length > this.#prefixText.length &&
-      (!text.endsWith(REPLACEMENT) || pending >= MAX_PENDING_TOKENS)
+      (!text.endsWith(REPLACEMENT) || !this.#midCharacter() || pending >= MAX_PENDING_TOKENS)
     ) {
       const delta = text.slice(this.#prefixText.length);
       this.#prefix = this.#read;
@@ -49,6 +67,14 @@ export class IncrementalDecoder {
     return "";
   }
 
+  /** Whether the tokens not yet emitted end inside a UTF-8 character (unknown without bytes: assumed so). */
+  #midCharacter(): boolean {
+    if (!this.#bytesOf) return true;
+    const bytes: number[] = [];
+    for (const id of this.#ids.slice(this.#read)) bytes.push(...Array.from(this.#bytesOf(id)));
+    return endsMidCharacter(bytes);
+  }
+
   /**
    * At the end of generation: whatever is still pending, except a character cut off by the end (its bytes
    * would decode as U+FFFD): a reply that stops mid-character ends before it.
@@ -57,7 +83,7 @@ export class IncrementalDecoder {
     if (this.#read === this.#ids.length) return "";
     const text = this.#decode(this.#ids.slice(this.#prefix));
     let delta = text.length > this.#prefixText.length ? text.slice(this.#prefixText.length) : "";
-    while (delta.endsWith(REPLACEMENT)) delta = delta.slice(0, -1);
+    if (this.#midCharacter()) { while (delta.endsWith(REPLACEMENT)) delta = delta.slice(0, -1); }
     this.#prefix = this.#read = this.#ids.length;
     this.#prefixText = "";
     return delta;

@@ -23,26 +23,38 @@ Deno.test("IncrementalDecoder: multi-byte characters split over tokens come out 
   assert.deepEqual(emoji.map((b) => d2.push(b)), ["", "", "", "🙂"]);
 });
 
-Deno.test("IncrementalDecoder: any UTF-8 text, any byte grouping, adds up exactly", () => {
+/** The fake tokenizer's bytes of a token (special ones have none). */
+const tokenBytes = (id: number) => (id < 256 ? [id] : []);
+
+Deno.test("IncrementalDecoder: any UTF-8 text, any byte grouping, adds up exactly (U+FFFD included)", () => {
   fc.assert(
-    // Without U+FFFD: decoded text ending in it is how a cut-off character looks, so a literal one is held
-    // (and dropped at the very end); the next test covers a literal one mid-text.
+    // Any text, a literal U+FFFD anywhere (the end too): the tokens' bytes tell it from a character still
+    // incomplete, so no piece is ever half a character and nothing is dropped.
     fc.property(
-      fc.string({ unit: "grapheme", maxLength: 40 }).filter((t) => !t.includes("\uFFFD")),
-      (text) => {
-        const dec = new IncrementalDecoder(byteDecode, [65, 66]);
+      fc.string({ unit: "grapheme", maxLength: 40 }),
+      fc.boolean(),
+      (text, replacement) => {
+        if (replacement) text += "\uFFFD";
+        const dec = new IncrementalDecoder(byteDecode, [65, 66], tokenBytes);
         let out = "";
-        for (const b of bytesOf(text)) {
-          const piece = dec.push(b);
-          assert.ok(!piece.includes("\uFFFD"));
-          out += piece;
-        }
+        for (const b of bytesOf(text)) out += dec.push(b);
         out += dec.flush();
         assert.equal(out, text);
       },
     ),
     { numRuns: 300 },
   );
+});
+
+Deno.test("IncrementalDecoder: with bytes, a literal U+FFFD goes out at once; a cut-off character never", () => {
+  const dec = new IncrementalDecoder(byteDecode, [], tokenBytes);
+  const pieces = bytesOf("a\uFFFD").map((b) => dec.push(b));
+  assert.deepEqual(pieces, ["a", "", "", "\uFFFD"]);
+  assert.equal(dec.flush(), "");
+  const cut = new IncrementalDecoder(byteDecode, [], tokenBytes);
+  const [lead] = bytesOf("é");
+  assert.equal(cut.push(0x41) + cut.push(lead), "A");
+  assert.equal(cut.flush(), "", "a reply that stops mid-character ends before it");
 });
 
 Deno.test("IncrementalDecoder: a literal U+FFFD mid-text comes through once the next character arrives", () => {

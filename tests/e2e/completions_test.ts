@@ -171,6 +171,9 @@ Deno.test("completions e2e", async (t) => {
       const fim = await badRequest(s, { prompt: "def f(", suffix: "\n  return x" });
       assert.deepEqual([fim.param, fim.code], ["suffix", "unsupported_value"]);
       assert.equal((await badRequest(s, { prompt: "Hi", suffix: "x", echo: true })).param, "echo");
+      // Token ids have no text to build a fill-in-the-middle prompt around: refused, not dropped.
+      const ids = await badRequest(s, { prompt: [1, 2, 3], suffix: "x" });
+      assert.deepEqual([ids.param, ids.code], ["suffix", "invalid_value"]);
       assert.equal((await badRequest(s, { prompt: "Hi", logit_bias: { "99999": 1 } })).param, "logit_bias");
       // The server keeps serving.
       const ok = await s.client.completions.create({ model: MODEL, prompt: "Hello" });
