@@ -39,7 +39,11 @@ export function reportIgnored(
   body: Record<string, unknown>,
   policy: FieldPolicy,
 ): void {
-  const ignored = ignoredParams(body, policy);
+  reportFields(req, ctx, ignoredParams(body, policy));
+}
+
+/** Reports fields the route found it cannot act on for this request (e.g. `store: true` with no store). */
+export function reportFields(req: Request, ctx: ApiContext, ignored: string[]): void {
   if (ignored.length === 0) return;
   if (strict(req, ctx)) {
     throw ApiError.badRequest(

@@ -17,7 +17,7 @@ import {
   type TextFormat,
 } from "../protocol/responses.ts";
 import { parseRequest } from "../protocol/validate.ts";
-import { type FieldPolicy, only, reportIgnored } from "./ignored.ts";
+import { type FieldPolicy, only, reportFields, reportIgnored } from "./ignored.ts";
 import { randomId } from "../ids.ts";
 import type { StoredResponse } from "../store/mod.ts";
 import type { ApiContext } from "./context.ts";
@@ -88,13 +88,16 @@ export async function handleCreateResponse(req: Request, ctx: ApiContext): Promi
   const started = performance.now();
   const body = parseRequest(CreateResponseRequest, await readJson(req, ctx.jsonLimits));
   reportIgnored(req, ctx, body, RESPONSE_FIELDS);
+  // --store-url=none keeps nothing: an explicit `store: true` is reported (a 400 under --strict), and the
+  // response object says `store: false`.
+  if (!ctx.store && body.store === true) reportFields(req, ctx, ["store"]);
   const entry = ctx.registry.resolve(body.model, "chat");
   const input = normalizeInput(body.input);
   const history = await historyOf(ctx, body.previous_response_id);
   const job = jobOf(body, [...history, ...itemsToMessages(input)]);
   checkJob(job, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
-  const state = new ResponseState(body, entry, input);
+  const state = new ResponseState(body, entry, input, ctx.store !== null);
   const run: JobRun = { ctx, entry, engine, started, job };
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), { done: false, named: true, log: ctx.log });
@@ -181,12 +184,26 @@ class ResponseState {
   cachedTokens = 0;
   outputTokens = 0;
   reasoningTokens = 0;
+  /** What sampling used (the model's defaults where the request set none), once the prompt was accepted. */
+  sampling: { temperature: number; topP: number } | null = null;
+  /** Whether the response is kept: asked for (the default) and a store exists. */
+  readonly stored: boolean;
 
-  constructor(readonly body: Body, readonly entry: ModelEntry, readonly input: Record<string, unknown>[]) {}
+  constructor(
+    readonly body: Body,
+    readonly entry: ModelEntry,
+    readonly input: Record<string, unknown>[],
+    storeAvailable: boolean,
+  ) {
+    this.stored = body.store !== false && storeAvailable;
+  }
 
-  prompt(p: { promptTokens: number; cachedTokens: number }): void {
+  prompt(
+    p: { promptTokens: number; cachedTokens: number; sampling?: { temperature: number; topP: number } },
+  ) {
     this.inputTokens = p.promptTokens;
     this.cachedTokens = p.cachedTokens;
+    this.sampling = p.sampling ?? null;
   }
 
   finish(
@@ -225,8 +242,8 @@ class ResponseState {
       reasoning: { effort: b.reasoning?.effort ?? null, summary: b.reasoning?.summary ?? null },
       safety_identifier: b.safety_identifier ?? null,
       service_tier: "default",
-      store: b.store ?? true,
-      temperature: b.temperature ?? 1,
+      store: this.stored,
+      temperature: b.temperature ?? this.sampling?.temperature ?? null,
       text: { format: b.text?.format ?? { type: "text" }, verbosity: b.text?.verbosity ?? "medium" },
       tool_choice: b.tool_choice ?? "auto",
       tools: (b.tools ?? []).map((t) => ({
@@ -237,7 +254,7 @@ class ResponseState {
         strict: t.strict ?? null,
       })),
       top_logprobs: b.top_logprobs ?? 0,
-      top_p: b.top_p ?? 1,
+      top_p: b.top_p ?? this.sampling?.topP ?? null,
       truncation: "disabled",
       usage: done
         ? {
@@ -255,7 +272,7 @@ class ResponseState {
 }
 
 async function save(ctx: ApiContext, state: ResponseState, response: Record<string, unknown>): Promise<void> {
-  if (state.body.store === false || !ctx.store) return;
+  if (!state.stored || !ctx.store) return;
   await ctx.store.put({
     id: state.id,
     createdAt: state.createdAt,

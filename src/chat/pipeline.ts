@@ -201,6 +201,7 @@ export async function* runChat(
       type: "prompt",
       promptTokens: ids.length,
       cachedTokens,
+      sampling: { temperature: sampling.temperature, topP: sampling.topP },
       ...(wantEcho
         ? {
           echo: {

@@ -249,6 +249,8 @@ export type ChatEvent =
     type: "prompt";
     promptTokens: number;
     cachedTokens: number;
+    /** The temperature and nucleus mass sampling uses: the request's, or the model's defaults where it set none. */
+    sampling?: { temperature: number; topP: number };
     /** With `echo`: the prompt's text, and with `logprobs` each prompt token's text and logprob (null first). */
     echo?: { text: string; tokens: string[]; logprobs: (ChatTokenLogprob | null)[] | null };
   }

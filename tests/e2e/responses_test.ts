@@ -69,6 +69,10 @@ Deno.test("responses e2e", async (t) => {
       assert.equal(r.error, null);
       assert.equal(r.incomplete_details, null);
       assert.equal((r as unknown as { store: boolean }).store, true);
+      // Unset sampling fields echo what sampling used: chat-tiny's generation_config says greedy.
+      assert.deepEqual([r.temperature, r.top_p], [0, 1]);
+      const set = await s.client.responses.create({ model: MODEL, input: "Hi there!", temperature: 0.5 });
+      assert.deepEqual([set.temperature, set.top_p], [0.5, 1]);
       assert.deepEqual(r.metadata, {});
       assert.equal(r.previous_response_id, null);
     });
@@ -395,4 +399,30 @@ Deno.test({
       await b.close();
     }
   },
+});
+
+Deno.test("responses e2e: with --store-url=none nothing is kept, and the response says so", async () => {
+  const s = await startTestServer({ flags: ["--store-url=none"] });
+  try {
+    const r = await s.client.responses.create({ model: MODEL, input: "Hi there!" });
+    assert.equal((r as unknown as { store: boolean }).store, false);
+    assert.equal((await fetch(`${s.url}/v1/responses/${r.id}`)).status, 404);
+    // An explicit store: true cannot be honoured: reported, and refused under strict.
+    const asked = await postRaw(
+      `${s.url}/v1/responses`,
+      JSON.stringify({ model: MODEL, input: "Hi", store: true }),
+    );
+    assert.equal(asked.status, 200);
+    assert.equal(asked.headers.get("x-ignored-params"), "store");
+    assert.equal(asked.json.store, false);
+    const strict = await postRaw(
+      `${s.url}/v1/responses`,
+      JSON.stringify({ model: MODEL, input: "Hi", store: true }),
+      { "content-type": "application/json", "x-strict": "true" },
+    );
+    assert.equal(strict.status, 400);
+    assert.equal(errorOf(strict.json).param, "store");
+  } finally {
+    await s.close();
+  }
 });
