@@ -62,6 +62,25 @@ const TranscriptionForm = z.looseObject({
       message: "word timestamps need response_format 'verbose_json'.",
     });
   }
+  // A stream is transcript.text.delta / .done events: it has no subtitle or verbose shape and no timestamps,
+  // so asking for them with stream=true is refused rather than dropped.
+  if (f.stream && f.response_format !== "json" && f.response_format !== "text") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["response_format"],
+      message:
+        `'${f.response_format}' cannot be streamed: a stream is transcript.text events; use 'json' or ` +
+        "'text', or leave stream off.",
+    });
+  } else if (f.stream && f.timestamp_granularities !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["timestamp_granularities"],
+      message:
+        "timestamps cannot be streamed: a stream is transcript.text events; leave stream off and ask " +
+        "for response_format 'verbose_json'.",
+    });
+  }
 });
 
 const TranslationForm = z.looseObject(Common);

@@ -39,7 +39,7 @@ Deno.test("audio form: defaults, strings parsed to numbers and booleans, both sp
       response_format: "verbose_json",
       temperature: "0.4",
       "timestamp_granularities[]": ["segment", "word"],
-      stream: "true",
+      stream: "false",
       vad: "false",
       include: "logprobs",
     }),
@@ -47,7 +47,7 @@ Deno.test("audio form: defaults, strings parsed to numbers and booleans, both sp
   );
   assert.deepEqual(
     [full.language, full.prompt, full.temperature, full.words, full.stream, full.vad],
-    ["de", "Hallo", 0.4, true, true, false],
+    ["de", "Hallo", 0.4, true, false, false],
   );
   const bare = parseAudioForm(
     form({ model: "m", response_format: "verbose_json", timestamp_granularities: "word" }),
@@ -72,6 +72,20 @@ Deno.test("audio form: each mistake is a 400 naming its param", () => {
   assert.equal(words.param, "timestamp_granularities");
   assert.match(words.message, /verbose_json/);
   assert.equal(err({ model: "m", "timestamp_granularities[]": "char" }).param, "timestamp_granularities[0]");
+  // A stream is text events: formats and timestamps it cannot carry are refused, not dropped.
+  for (const format of ["srt", "vtt", "verbose_json"]) {
+    const e = err({ model: "m", stream: "true", response_format: format });
+    assert.equal(e.param, "response_format");
+    assert.match(e.message, /cannot be streamed/);
+  }
+  assert.equal(
+    err({ model: "m", stream: "true", "timestamp_granularities[]": "segment" }).param,
+    "timestamp_granularities",
+  );
+  assert.equal(
+    parseAudioForm(form({ model: "m", stream: "true", response_format: "text" }), "transcribe").stream,
+    true,
+  );
   for (const k of ["language", "timestamp_granularities", "stream"]) {
     assert.equal(err({ model: "m", [k]: k === "stream" ? "true" : "en" }, "translate").param, k);
   }

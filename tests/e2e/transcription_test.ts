@@ -212,6 +212,17 @@ Deno.test("transcriptions: stream=true sends a delta per segment, then done", as
     const body = await raw.text();
     assert.ok(body.startsWith('data: {"type":"transcript.text.delta"'), body);
     assert.ok(!body.includes("[DONE]"));
+    // What a stream cannot carry is refused by name, not dropped.
+    for (const [field, value] of [["response_format", "srt"], ["timestamp_granularities[]", "segment"]]) {
+      const refused = await post(s.url, {
+        file: new Blob([await fixture("wav")]),
+        model: "whisper-1",
+        stream: "true",
+        [field]: value,
+      });
+      assert.equal(refused.status, 400);
+      assert.equal((await refused.json()).error.param, field.replace("[]", ""));
+    }
   } finally {
     await s.close();
   }
