@@ -24,7 +24,7 @@ import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
 import { admitted, fingerprintOf, samplingOf, thinkingOf } from "./chat_run.ts";
 import { randomId } from "../ids.ts";
-import { type FieldPolicy, only, reportIgnored } from "./ignored.ts";
+import { type FieldPolicy, only, reportFields, reportIgnored } from "./ignored.ts";
 
 /** What this route acts on (src/api/ignored.ts): `user`, `metadata`, `store: true`, `service_tier`,
  * `prediction`, `audio`, `web_search_options`, `verbosity`, `prompt_cache_key`, ... are accepted and reported. */
@@ -88,7 +88,15 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
     cachedTokens: 0,
     legacyFunctions: tools.legacy,
   };
-  const run: Run = { ctx, entry, engine, started, reply, job };
+  const run: Run = {
+    ctx,
+    entry,
+    engine,
+    started,
+    reply,
+    job,
+    unused: () => reportFields(req, ctx, ["reasoning_effort"]),
+  };
   if (body.stream) {
     return await sseResponse(streamChunks(run, body.stream_options?.include_usage === true), {
       done: true,
@@ -131,6 +139,7 @@ interface Run {
   started: number;
   reply: Reply;
   job: ChatJob;
+  unused?: (fields: string[]) => void;
 }
 
 function text(content: ChatRequestContent | null | undefined): string | null {

@@ -18,6 +18,11 @@ export interface JobRun {
   /** performance.now() when the request arrived (for its time to first token). */
   started: number;
   job: ChatJob;
+  /**
+   * Told the job fields the model could not act on (the prompt event's `unused`), before any choice event, so
+   * the route can report them (X-Ignored-Params, or a 400 under --strict) under its own field names.
+   */
+  unused?: (fields: string[]) => void;
 }
 
 export async function* admitted(
@@ -35,6 +40,7 @@ export async function* admitted(
     for await (const ev of run.engine.chat(run.job, ctx.signal)) {
       if (ev.type === "prompt") {
         const { type: _, ...figures } = ev;
+        if (ev.unused?.length) run.unused?.(ev.unused);
         onPrompt(figures);
         // Noted as generation goes, so a request cut short by its client is logged with what it did produce.
         ctx.note({ model: run.entry.id, promptTokens: ev.promptTokens, completionTokens: 0 });
@@ -92,9 +98,15 @@ export function samplingOf(
   };
 }
 
-/** `none`/`minimal` effort turns thinking off; any other level leaves the template's default. */
-export function thinkingOf(effort: string | null | undefined): { thinking?: boolean } {
-  return effort === "none" || effort === "minimal" ? { thinking: false } : {};
+/**
+ * `none`/`minimal` effort turns thinking off (the template's `enable_thinking`); another level goes to the
+ * template as `reasoning_effort` (gpt-oss's knob), and is reported by the route when the template has none.
+ */
+export function thinkingOf(
+  effort: string | null | undefined,
+): { thinking?: boolean; reasoningEffort?: string } {
+  if (effort == null) return {};
+  return effort === "none" || effort === "minimal" ? { thinking: false } : { reasoningEffort: effort };
 }
 
 const fingerprints = new WeakMap<ChatEngine, string>();

@@ -98,7 +98,14 @@ export async function handleCreateResponse(req: Request, ctx: ApiContext): Promi
   checkJob(job, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
   const state = new ResponseState(body, entry, input, ctx.store !== null);
-  const run: JobRun = { ctx, entry, engine, started, job };
+  const run: JobRun = {
+    ctx,
+    entry,
+    engine,
+    started,
+    job,
+    unused: () => reportFields(req, ctx, ["reasoning.effort"]),
+  };
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), { done: false, named: true, log: ctx.log });
   }

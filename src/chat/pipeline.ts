@@ -167,6 +167,12 @@ export function countPromptTokens(backend: ChatBackend, job: ChatJob): number {
   return promptIds(backend, job).length;
 }
 
+/** Job fields this model cannot act on: an effort level for a template without `reasoning_effort`. */
+function unusedFields(backend: ChatBackend, job: ChatJob): string[] {
+  const knob = !job.prompt && /\breasoning_effort\b/.test(backend.chatTemplate ?? "");
+  return job.reasoningEffort !== undefined && !knob ? ["reasoningEffort"] : [];
+}
+
 /** Runs one chat job on a backend: the `prompt` event, then every choice's events in order. */
 export async function* runChat(
   backend: ChatBackend,
@@ -202,6 +208,7 @@ export async function* runChat(
       promptTokens: ids.length,
       cachedTokens,
       sampling: { temperature: sampling.temperature, topP: sampling.topP },
+      ...(unusedFields(backend, job).length ? { unused: unusedFields(backend, job) } : {}),
       ...(wantEcho
         ? {
           echo: {

@@ -4,12 +4,21 @@
 // too: every sequence opened is closed, whatever way the generation ends.
 import assert from "node:assert/strict";
 import { ChatPromptError, InvalidRequest } from "../errors.ts";
-import type { ChatBackend, ChatEvent, ChatMessage, ModelEntry, SequenceId } from "../engines/types.ts";
+import type {
+  ChatBackend,
+  ChatEvent,
+  ChatMessage,
+  ModelEntry,
+  RenderOptions,
+  SequenceId,
+} from "../engines/types.ts";
 import { runChat } from "./pipeline.ts";
 import { chatJob, collect } from "../../tests/support/chat_job.ts";
 
 const PIECES = ["<eos>", "Hel", "lo", " wor", "ld", "!", "\u00e9", "<think>", "</think>", "\n\n"];
 const EOS = 0;
+/** What the prompt event reports sampling uses: the fake's defaults (greedy). */
+const GREEDY = { temperature: 0, topP: 1 };
 
 /** A backend whose next token follows `script` (by position in the generated text), then end-of-sequence. */
 class ScriptedBackend implements ChatBackend {
@@ -31,7 +40,9 @@ class ScriptedBackend implements ChatBackend {
     readonly chatTemplate: string | null = null,
   ) {}
 
-  render(messages: ChatMessage[], _tools?: unknown, opts: { thinking?: boolean } = {}): number[] {
+  readonly renderOpts: RenderOptions[] = [];
+  render(messages: ChatMessage[], _tools?: unknown, opts: RenderOptions = {}): number[] {
+    this.renderOpts.push(opts);
     if (messages.some((m) => m.role === "tool")) throw new ChatPromptError("no tools here");
     const ids = Array.from({ length: this.promptLength }, (_, i) => 1 + (i % 5));
     // A template that closes the block itself when thinking is off (Qwen3's enable_thinking).
@@ -133,7 +144,7 @@ Deno.test("pipeline: greedy script in, exact events out; one prefill, one step p
   const b = new ScriptedBackend(HELLO);
   const events = await collect(runChat(b, chatJob(hi)));
   assert.deepEqual(events, [
-    { type: "prompt", promptTokens: 3, cachedTokens: 0 },
+    { type: "prompt", promptTokens: 3, cachedTokens: 0, sampling: GREEDY },
     { type: "start", choice: 0 },
     { type: "delta", choice: 0, delta: { content: "Hel" }, logprobs: null, tokens: 1 },
     { type: "delta", choice: 0, delta: { content: "lo" }, logprobs: null, tokens: 2 },
@@ -296,6 +307,17 @@ Deno.test("pipeline: a thinking block goes to reasoning (trimmed), never to cont
   assert.ok(kinds.lastIndexOf("reasoning") < kinds.indexOf("content"));
 });
 
+Deno.test("pipeline: reasoning effort goes to a template with the switch, and is reported unused otherwise", async () => {
+  const plain = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { reasoningEffort: "high" })));
+  assert.deepEqual((plain[0] as { unused?: string[] }).unused, ["reasoningEffort"]);
+  const knob = new ScriptedBackend(HELLO, 64, 3, "{{ 'Reasoning: ' + reasoning_effort }}");
+  const events = await collect(runChat(knob, chatJob(hi, { reasoningEffort: "high" })));
+  assert.equal((events[0] as { unused?: string[] }).unused, undefined);
+  assert.deepEqual(knob.renderOpts.at(-1), { reasoningEffort: "high" });
+  const none = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi)));
+  assert.equal((none[0] as { unused?: string[] }).unused, undefined);
+});
+
 Deno.test("pipeline: a thinking budget closes the block once it is spent", async () => {
   const b = new ScriptedBackend(THOUGHT, 64, 3, THINKING_TEMPLATE);
   const events = await collect(runChat(b, chatJob(hi, { thinkingBudget: 2, maxTokens: 4 })));
@@ -330,7 +352,7 @@ Deno.test("pipeline: without a thinking template the tags are the model's text; 
 Deno.test("pipeline: thinking off renders enable_thinking false; the closed block in the prompt is not output", async () => {
   const b = new ScriptedBackend([1, 2, 5], 64, 3, THINKING_TEMPLATE);
   const events = await collect(runChat(b, chatJob(hi, { thinking: false })));
-  assert.deepEqual(events[0], { type: "prompt", promptTokens: 7, cachedTokens: 0 });
+  assert.deepEqual(events[0], { type: "prompt", promptTokens: 7, cachedTokens: 0, sampling: GREEDY });
   assert.equal(content(events), "Hello!");
   assert.equal(reasoning(events), "");
   // A template that opens the block in its prompt (DeepSeek-R1 style): the reply starts inside it.
@@ -360,7 +382,7 @@ Deno.test("pipeline: a raw prompt is encoded without a template; echo reports it
   assert.deepEqual(lps.slice(1).map((lp) => [lp!.token, lp!.top[0].token]), [["Hel", "Hel"], ["lo", "lo"]]);
   assert.deepEqual(b.calls.slice(0, 3), ["prefill 1 1", "step 1 1", "step 1 2"]);
   const ids = await collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { prompt: { ids: [1, 2] } })));
-  assert.deepEqual(ids[0], { type: "prompt", promptTokens: 2, cachedTokens: 0 });
+  assert.deepEqual(ids[0], { type: "prompt", promptTokens: 2, cachedTokens: 0, sampling: GREEDY });
   await assert.rejects(
     collect(runChat(new ScriptedBackend(HELLO), chatJob(hi, { prompt: { ids: [99] } }))),
     (e) => e instanceof InvalidRequest && e.param === "prompt",

@@ -30,11 +30,10 @@ export function promptIds(backend: ChatBackend, job: ChatJob): number[] {
   let ids: number[];
   if (!raw) {
     try {
-      ids = backend.render(
-        job.messages,
-        job.tools.offered,
-        job.thinking === undefined ? {} : { thinking: job.thinking },
-      );
+      ids = backend.render(job.messages, job.tools.offered, {
+        ...(job.thinking === undefined ? {} : { thinking: job.thinking }),
+        ...(job.reasoningEffort === undefined ? {} : { reasoningEffort: job.reasoningEffort }),
+      });
     } catch (e) {
       if (e instanceof ChatPromptError) throw new InvalidRequest(e.message, "messages", "invalid_value");
       throw e;

@@ -143,6 +143,8 @@ export interface ChatJob {
   echo?: boolean;
   /** Thinking models: false asks the template not to think (enable_thinking), where it supports that. */
   thinking?: boolean;
+  /** How hard a reasoning model should think (low, medium, high): the template's `reasoning_effort`. */
+  reasoningEffort?: string;
   /** Most tokens a thinking block may take; then the block is closed (where its close tag is one token). */
   thinkingBudget?: number;
   tools: ChatToolPlan;
@@ -251,6 +253,8 @@ export type ChatEvent =
     cachedTokens: number;
     /** The temperature and nucleus mass sampling uses: the request's, or the model's defaults where it set none. */
     sampling?: { temperature: number; topP: number };
+    /** Job fields the model had no way to act on (`reasoningEffort` with a template that has no such switch). */
+    unused?: string[];
     /** With `echo`: the prompt's text, and with `logprobs` each prompt token's text and logprob (null first). */
     echo?: { text: string; tokens: string[]; logprobs: (ChatTokenLogprob | null)[] | null };
   }
@@ -284,6 +288,12 @@ export interface ChatEngine extends Engine {
   countTokens(job: ChatJob, signal?: AbortSignal): Promise<number>;
 }
 
+/** The chat template's switches a job may set. */
+export interface RenderOptions {
+  thinking?: boolean;
+  reasoningEffort?: string;
+}
+
 /** A sequence of one backend: its own KV state, continued by prefill and step. */
 export type SequenceId = number;
 
@@ -312,9 +322,10 @@ export interface ChatBackend {
   readonly defaults: { temperature: number; topP: number; topK: number };
   /**
    * Renders a conversation through the chat template and tokenizes it; throws ChatPromptError (src/errors.ts)
-   * when refused. `thinking` false is passed to the template as `enable_thinking`.
+   * when refused. `thinking` false is passed to the template as `enable_thinking`, `reasoningEffort` as
+   * `reasoning_effort` (gpt-oss's templates write it into the system turn).
    */
-  render(messages: ChatMessage[], tools?: ChatTool[], opts?: { thinking?: boolean }): number[];
+  render(messages: ChatMessage[], tools?: ChatTool[], opts?: RenderOptions): number[];
   /**
    * Tokenizes text without a template: special-token text is read as those tokens, and `addSpecial` adds
    * what the tokenizer adds around a text (a BOS token for Llama-style models).

@@ -422,6 +422,13 @@ Deno.test("responses e2e: with --store-url=none nothing is kept, and the respons
     );
     assert.equal(strict.status, 400);
     assert.equal(errorOf(strict.json).param, "store");
+    // chat-tiny's template has no reasoning_effort switch: an effort level is reported, not passed off as used.
+    const effort = await postRaw(
+      `${s.url}/v1/responses`,
+      JSON.stringify({ model: MODEL, input: "Hi", store: false, reasoning: { effort: "high" } }),
+    );
+    assert.equal(effort.status, 200);
+    assert.equal(effort.headers.get("x-ignored-params"), "reasoning.effort");
   } finally {
     await s.close();
   }

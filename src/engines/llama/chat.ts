@@ -10,7 +10,7 @@ import { Template } from "@huggingface/jinja";
 import { ChatPromptError } from "../../errors.ts";
 import { tokenDisplayText } from "../byte_level.ts";
 import { templateMessage, templateTool } from "../template_view.ts";
-import type { ChatBackend, ChatMessage, ChatTool, ModelEntry, SequenceId } from "../types.ts";
+import type { ChatBackend, ChatMessage, ChatTool, ModelEntry, RenderOptions, SequenceId } from "../types.ts";
 import { DecodeBatcher } from "./batch.ts";
 import type { LlamaContext, LlamaModel } from "./ffi.ts";
 
@@ -117,7 +117,7 @@ export class LlamaChat implements ChatBackend {
     return this.#text.map((b, t) => (this.#flags[t] >> 8) & ATTR_CONTROL ? null : b);
   }
 
-  render(messages: ChatMessage[], tools?: ChatTool[], opts: { thinking?: boolean } = {}): number[] {
+  render(messages: ChatMessage[], tools?: ChatTool[], opts: RenderOptions = {}): number[] {
     if (!this.#template) {
       throw new ChatPromptError("The model has no chat template (tokenizer.chat_template).");
     }
@@ -130,6 +130,7 @@ export class LlamaChat implements ChatBackend {
         documents: null,
         ...this.#special,
         ...(opts.thinking === undefined ? {} : { enable_thinking: opts.thinking }),
+        ...(opts.reasoningEffort === undefined ? {} : { reasoning_effort: opts.reasoningEffort }),
       });
     } catch (e) {
       throw new ChatPromptError(

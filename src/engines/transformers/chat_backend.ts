@@ -5,7 +5,15 @@
 // closed sequences stay as a prompt cache: a prefill starts from the longest prefix one of them holds. The
 // decode loop itself (sampling, constraints, text) is the chat pipeline's (src/chat/pipeline.ts).
 import { ChatPromptError, ModelFilesMissing } from "../../errors.ts";
-import type { ChatBackend, ChatMessage, ChatTool, LoadContext, ModelEntry, SequenceId } from "../types.ts";
+import type {
+  ChatBackend,
+  ChatMessage,
+  ChatTool,
+  LoadContext,
+  ModelEntry,
+  RenderOptions,
+  SequenceId,
+} from "../types.ts";
 import {
   chatModelFileName,
   ensureChatFiles,
@@ -192,7 +200,7 @@ export class TransformersChat implements ChatBackend {
       : `${rt.backend} ${dtype}`;
   }
 
-  render(messages: ChatMessage[], tools?: ChatTool[], opts: { thinking?: boolean } = {}): number[] {
+  render(messages: ChatMessage[], tools?: ChatTool[], opts: RenderOptions = {}): number[] {
     const conversation = messages.map(templateMessage);
     let ids: unknown;
     try {
@@ -203,6 +211,7 @@ export class TransformersChat implements ChatBackend {
         return_tensor: false,
         return_dict: false,
         ...(opts.thinking === undefined ? {} : { enable_thinking: opts.thinking }),
+        ...(opts.reasoningEffort === undefined ? {} : { reasoning_effort: opts.reasoningEffort }),
       } as never);
     } catch (e) {
       throw new ChatPromptError(
