@@ -17,7 +17,7 @@ import { CountTokensRequest, CreateMessageRequest } from "../protocol/messages.t
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
 import { admitted, type ChoiceEvent, type JobRun } from "./chat_run.ts";
-import { type FieldPolicy, reportIgnored } from "./ignored.ts";
+import { type FieldPolicy, reportFields, reportIgnored } from "./ignored.ts";
 import { conversationOf, hasCacheBreakpoints, thinkingSwitch, toolPlanOf } from "./messages_input.ts";
 import { anthropicId, MessageContent, type MessageEvent } from "./messages_output.ts";
 
@@ -32,6 +32,10 @@ function nestedIgnored(body: Record<string, unknown>): string[] {
   tools.forEach((t, i) => {
     for (const [k, v] of Object.entries(t)) if (!TOOL_KEYS.has(k) && v != null) out.push(`tools[${i}].${k}`);
   });
+  const output = body.output_config as Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(output ?? {})) {
+    if (k !== "effort" && k !== "format" && v != null) out.push(`output_config.${k}`);
+  }
   const metadata = body.metadata as Record<string, unknown> | undefined;
   for (const [k, v] of Object.entries(metadata ?? {})) {
     if (k !== "user_id" && v != null) out.push(`metadata.${k}`);
@@ -39,9 +43,9 @@ function nestedIgnored(body: Record<string, unknown>): string[] {
   return out;
 }
 
-const PROMPT_FIELDS = ["model", "messages", "system", "tools", "tool_choice", "thinking"];
+const PROMPT_FIELDS = ["model", "messages", "system", "tools", "tool_choice", "thinking", "output_config"];
 
-/** What POST /v1/messages acts on; `context_management`, `output_config`, `service_tier`, `container`,
+/** What POST /v1/messages acts on; `context_management`, `service_tier`, `container`,
  * `mcp_servers`, ... are accepted and reported in X-Ignored-Params (refused under --strict). */
 export const MESSAGE_FIELDS: FieldPolicy = {
   honoured: new Set([
@@ -63,7 +67,16 @@ function jobOf(body: Body): ChatJob {
   return {
     messages: conversationOf(body),
     tools: toolPlanOf(body),
-    responseFormat: null,
+    // Anthropic's structured outputs: the reply is a JSON document of the schema (constrained decoding).
+    responseFormat: body.output_config?.format
+      ? {
+        type: "json_schema",
+        name: "output",
+        schema: body.output_config.format.schema,
+        strict: false,
+        param: "output_config.format.schema",
+      }
+      : null,
     n: 1,
     maxTokens: body.max_tokens,
     // Anthropic's clients send the model's whole output limit; a smaller window ends with
@@ -83,6 +96,8 @@ function jobOf(body: Body): ChatJob {
     seed: randomSeed(),
     logprobs: null,
     keepCache: hasCacheBreakpoints(body),
+    // An effort level goes to the template's reasoning_effort switch (reported when it has none).
+    ...(body.output_config?.effort ? { reasoningEffort: body.output_config.effort } : {}),
     ...thinkingSwitch(body.thinking),
     ...(body.thinking?.type === "enabled" ? { thinkingBudget: body.thinking.budget_tokens } : {}),
   };
@@ -98,7 +113,14 @@ export async function handleCreateMessage(req: Request, ctx: ApiContext): Promis
   checkJob(job, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
   const state = new MessageState(body, engine.contextLength);
-  const run: JobRun = { ctx, entry, engine, started, job };
+  const run: JobRun = {
+    ctx,
+    entry,
+    engine,
+    started,
+    job,
+    unused: () => reportFields(req, ctx, ["output_config.effort"]),
+  };
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), {
       done: false,

@@ -146,6 +146,13 @@ export type Thinking = z.infer<typeof Thinking>;
 
 const System = z.union([z.string(), z.array(TextBlock)]);
 
+/** Structured output and effort (Anthropic's `output_config`). */
+export const OutputConfig = z.looseObject({
+  effort: z.enum(["low", "medium", "high", "xhigh", "max"]).nullable().optional(),
+  format: z.looseObject({ type: z.literal("json_schema"), schema: z.record(z.string(), z.unknown()) })
+    .nullable().optional(),
+});
+
 /** What shapes the prompt: shared by POST /v1/messages and /v1/messages/count_tokens. */
 const PromptFields = {
   model: z.string().min(1),
@@ -154,6 +161,7 @@ const PromptFields = {
   tools: z.array(Tool).optional(),
   tool_choice: ToolChoice.optional(),
   thinking: Thinking.optional(),
+  output_config: OutputConfig.optional(),
 };
 
 export const CreateMessageRequest = z.looseObject({

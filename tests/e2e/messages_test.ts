@@ -559,6 +559,46 @@ Deno.test("messages: unknown fields are reported, refused under strict; beta que
   });
 });
 
+Deno.test("messages: output_config.format is structured output; output_config.effort without a switch is reported", async () => {
+  await withServer(async (s, client) => {
+    for (const model of ["chat-tiny", "chat-gguf"]) {
+      const msg = await client.messages.create({
+        model,
+        max_tokens: 60,
+        output_config: { format: { type: "json_schema", schema: LOOKUP.input_schema } },
+        messages: [{ role: "user", content: HI }],
+      });
+      assert.equal(msg.content.length, 1);
+      const text = msg.content[0].type === "text" ? msg.content[0].text : "";
+      const doc = JSON.parse(text);
+      assert.deepEqual(Object.keys(doc), ["answer"]);
+      assert.ok(["yes", "no"].includes(doc.answer), text);
+      assert.equal(msg.stop_reason, "end_turn");
+    }
+    const r = await post(s, {
+      model: "chat-tiny",
+      max_tokens: 10,
+      output_config: { effort: "high" },
+      messages: [{ role: "user", content: HI }],
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get("x-ignored-params"), "output_config.effort");
+    const bad = await post(s, {
+      model: "chat-tiny",
+      max_tokens: 10,
+      output_config: {
+        format: {
+          type: "json_schema",
+          schema: { type: "object", properties: { a: { enum: [] } }, required: ["a"] },
+        },
+      },
+      messages: [{ role: "user", content: HI }],
+    });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match((bad.json.error as { message: string }).message, /output_config\.format\.schema/);
+  });
+});
+
 Deno.test("messages: /v1/models in Anthropic's shape under anthropic-version, with paging", async () => {
   await withServer(async (s, client) => {
     const page = await client.models.list({ limit: 2 });
