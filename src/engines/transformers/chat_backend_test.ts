@@ -14,6 +14,9 @@ import { runChat } from "../../chat/pipeline.ts";
 import { startFakeHub } from "../../../tests/fake_hub.ts";
 import { chatJob, collect, texts } from "../../../tests/support/chat_job.ts";
 
+/** The sampling chat-tiny's generation_config asks for (greedy), as the prompt event reports it. */
+const GREEDY = { temperature: 0, topP: 1 };
+
 const MODELS = new URL("../../../models/", import.meta.url).pathname;
 const TINY = join(MODELS, "generated", "chat-tiny");
 const HELLO = "Hello from chat-tiny!";
@@ -62,7 +65,12 @@ Deno.test("chat backend: loads chat-tiny, reports its window and defaults, greed
   assert.match(e.chatTemplate ?? "", /<tool_call>/);
   assert.ok((e.tokenizerJson as { model?: unknown }).model);
   const all = await run(e, chatJob(hi));
-  assert.deepEqual(all[0], { type: "prompt", promptTokens: e.render(hi).length, cachedTokens: 0 });
+  assert.deepEqual(all[0], {
+    type: "prompt",
+    promptTokens: e.render(hi).length,
+    cachedTokens: 0,
+    sampling: GREEDY,
+  });
   const events = all.slice(1);
   assert.deepEqual(events[0], { type: "start", choice: 0 });
   assert.deepEqual(events.at(-1), {
@@ -162,7 +170,12 @@ Deno.test("chat backend: a later prompt reuses the longest prefix a closed seque
   try {
     const first = [{ role: "system" as const, content: "You are terse." }, ...hi];
     const r1 = await run(e, chatJob(first));
-    assert.deepEqual(r1[0], { type: "prompt", promptTokens: e.render(first).length, cachedTokens: 0 });
+    assert.deepEqual(r1[0], {
+      type: "prompt",
+      promptTokens: e.render(first).length,
+      cachedTokens: 0,
+      sampling: GREEDY,
+    });
     const fin1 = r1.at(-1)!;
     assert.ok(fin1.type === "finish");
     const second = [...first, { role: "assistant" as const, content: HELLO }, {
@@ -173,11 +186,21 @@ Deno.test("chat backend: a later prompt reuses the longest prefix a closed seque
     const r2 = await run(e, job2);
     // The first run's prompt and every token it generated but the last (sampled, never fed back).
     const reused = e.render(first).length + fin1.completionTokens - 1;
-    assert.deepEqual(r2[0], { type: "prompt", promptTokens: e.render(second).length, cachedTokens: reused });
+    assert.deepEqual(r2[0], {
+      type: "prompt",
+      promptTokens: e.render(second).length,
+      cachedTokens: reused,
+      sampling: GREEDY,
+    });
     // The same job with nothing cached: the same text and the same logprobs.
     e.clearCache();
     const cold = await run(e, job2);
-    assert.deepEqual(cold[0], { type: "prompt", promptTokens: e.render(second).length, cachedTokens: 0 });
+    assert.deepEqual(cold[0], {
+      type: "prompt",
+      promptTokens: e.render(second).length,
+      cachedTokens: 0,
+      sampling: GREEDY,
+    });
     assert.deepEqual(texts(r2.slice(1)), texts(cold.slice(1)));
     const lps = (evs: typeof r2) => evs.flatMap((ev) => ev.type === "delta" ? ev.logprobs ?? [] : []);
     for (const [i, lp] of lps(r2).entries()) {
