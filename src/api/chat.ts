@@ -12,7 +12,6 @@ import type {
   ChatResponseFormat,
   ChatTokenLogprob,
   ChatToolCall,
-  ModelEntry,
 } from "../engines/types.ts";
 import { checkJob } from "../chat/pipeline.ts";
 import { readJson } from "../http/body.ts";
@@ -22,9 +21,9 @@ import type { ResponseFormat } from "../protocol/chat_tools.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
 import { planTools } from "./chat_tools.ts";
-import { admitted, fingerprintOf, samplingOf, thinkingOf } from "./chat_run.ts";
+import { admitted, fingerprintOf, type JobRun, jobRun, samplingOf, thinkingOf } from "./chat_run.ts";
 import { randomId } from "../ids.ts";
-import { type FieldPolicy, only, reportFields, reportIgnored } from "./ignored.ts";
+import { type FieldPolicy, only, reportIgnored } from "./ignored.ts";
 
 /** What this route acts on (src/api/ignored.ts): `user`, `metadata`, `store: true`, `service_tier`,
  * `prediction`, `audio`, `web_search_options`, `verbosity`, `prompt_cache_key`, ... are accepted and reported. */
@@ -88,15 +87,7 @@ export async function handleChatCompletions(req: Request, ctx: ApiContext): Prom
     cachedTokens: 0,
     legacyFunctions: tools.legacy,
   };
-  const run: Run = {
-    ctx,
-    entry,
-    engine,
-    started,
-    reply,
-    job,
-    unused: () => reportFields(req, ctx, ["reasoning_effort"]),
-  };
+  const run: Run = { ...jobRun(req, { ctx, entry, engine, started, job }, "reasoning_effort"), reply };
   if (body.stream) {
     return await sseResponse(streamChunks(run, body.stream_options?.include_usage === true), {
       done: true,
@@ -132,14 +123,8 @@ interface Reply {
   legacyFunctions: boolean;
 }
 
-interface Run {
-  ctx: ApiContext;
-  entry: ModelEntry;
-  engine: ChatEngine;
-  started: number;
+interface Run extends JobRun {
   reply: Reply;
-  job: ChatJob;
-  unused?: (fields: string[]) => void;
 }
 
 function text(content: ChatRequestContent | null | undefined): string | null {

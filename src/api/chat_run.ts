@@ -6,6 +6,7 @@
 import type { ChatEngine, ChatEvent, ChatJob, ModelEntry } from "../engines/types.ts";
 import { randomSeed } from "../chat/sampler.ts";
 import type { ApiContext } from "./context.ts";
+import { reportFields } from "./ignored.ts";
 
 /** The events of the choices (the prompt event goes to the callback). */
 export type ChoiceEvent = Exclude<ChatEvent, { type: "prompt" }>;
@@ -23,6 +24,14 @@ export interface JobRun {
    * the route can report them (X-Ignored-Params, or a 400 under --strict) under its own field names.
    */
   unused?: (fields: string[]) => void;
+}
+
+/**
+ * A run whose unused effort level is reported under the route's own name for it (`reasoning_effort`,
+ * `reasoning.effort`, `output_config.effort`).
+ */
+export function jobRun(req: Request, run: Omit<JobRun, "unused">, effortParam: string): JobRun {
+  return { ...run, unused: () => reportFields(req, run.ctx, [effortParam]) };
 }
 
 export async function* admitted(

@@ -16,8 +16,8 @@ import { sseResponse } from "../http/sse.ts";
 import { CountTokensRequest, CreateMessageRequest } from "../protocol/messages.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
-import { admitted, type ChoiceEvent, type JobRun } from "./chat_run.ts";
-import { type FieldPolicy, reportFields, reportIgnored } from "./ignored.ts";
+import { admitted, type ChoiceEvent, type JobRun, jobRun } from "./chat_run.ts";
+import { type FieldPolicy, reportIgnored } from "./ignored.ts";
 import { conversationOf, hasCacheBreakpoints, thinkingSwitch, toolPlanOf } from "./messages_input.ts";
 import { anthropicId, MessageContent, type MessageEvent } from "./messages_output.ts";
 
@@ -113,14 +113,7 @@ export async function handleCreateMessage(req: Request, ctx: ApiContext): Promis
   checkJob(job, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
   const state = new MessageState(body, engine.contextLength);
-  const run: JobRun = {
-    ctx,
-    entry,
-    engine,
-    started,
-    job,
-    unused: () => reportFields(req, ctx, ["output_config.effort"]),
-  };
+  const run = jobRun(req, { ctx, entry, engine, started, job }, "output_config.effort");
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), {
       done: false,

@@ -21,7 +21,7 @@ import { type FieldPolicy, only, reportFields, reportIgnored } from "./ignored.t
 import { randomId } from "../ids.ts";
 import type { StoredResponse } from "../store/mod.ts";
 import type { ApiContext } from "./context.ts";
-import { admitted, type ChoiceEvent, type JobRun, thinkingOf } from "./chat_run.ts";
+import { admitted, type ChoiceEvent, type JobRun, jobRun, thinkingOf } from "./chat_run.ts";
 import { type OutputEvent, ResponseOutput } from "./response_output.ts";
 import { itemsToMessages, normalizeInput, toolPlanOf } from "./response_input.ts";
 
@@ -98,14 +98,7 @@ export async function handleCreateResponse(req: Request, ctx: ApiContext): Promi
   checkJob(job, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
   const state = new ResponseState(body, entry, input, ctx.store !== null);
-  const run: JobRun = {
-    ctx,
-    entry,
-    engine,
-    started,
-    job,
-    unused: () => reportFields(req, ctx, ["reasoning.effort"]),
-  };
+  const run = jobRun(req, { ctx, entry, engine, started, job }, "reasoning.effort");
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), { done: false, named: true, log: ctx.log });
   }
