@@ -532,6 +532,21 @@ Deno.test("messages: errors in Anthropic's envelope with its types and statuses"
     assert.ok(Number(r.headers.get("retry-after")) >= 1);
     await reader.cancel();
   }, ["--queue-size=0", "--parallel=1"]);
+  // A server-side failure (a model whose file is missing, offline): api_error with its status, no paths.
+  const s = await startTestServer({
+    manifest: {
+      ...GENERATED_MODELS,
+      models: { ...GENERATED_MODELS.models, gone: { task: "chat", path: "generated/nowhere/missing.gguf" } },
+    },
+  });
+  try {
+    const r = await post(s, { model: "gone", max_tokens: 10, messages: [{ role: "user", content: HI }] });
+    assert.equal(r.status, 503, r.text);
+    assert.equal((r.json.error as { type: string }).type, "api_error");
+    assert.ok(!r.text.includes("/generated/"), r.text);
+  } finally {
+    await s.close();
+  }
 });
 
 Deno.test("messages: unknown fields are reported, refused under strict; beta query and headers accepted", async () => {
