@@ -9,14 +9,13 @@
 // Anthropic's envelope (the route's `errors: "anthropic"`, src/http/anthropic_errors.ts).
 import type { ChatEngine, ChatFinishReason, ChatJob } from "../engines/types.ts";
 import { checkJob } from "../chat/pipeline.ts";
-import { randomSeed } from "../chat/sampler.ts";
 import { readJson } from "../http/body.ts";
 import { anthropicErrorBody, toAnthropicError } from "../http/anthropic_errors.ts";
 import { sseResponse } from "../http/sse.ts";
 import { CountTokensRequest, CreateMessageRequest } from "../protocol/messages.ts";
 import { parseRequest } from "../protocol/validate.ts";
 import type { ApiContext } from "./context.ts";
-import { admitted, type ChoiceEvent, type JobRun, jobRun } from "./chat_run.ts";
+import { admitted, type ChoiceEvent, type JobRun, jobRun, samplingOf } from "./chat_run.ts";
 import { type FieldPolicy, reportIgnored } from "./ignored.ts";
 import { conversationOf, hasCacheBreakpoints, thinkingSwitch, toolPlanOf } from "./messages_input.ts";
 import { anthropicId, MessageContent, type MessageEvent } from "./messages_output.ts";
@@ -24,22 +23,39 @@ import { anthropicId, MessageContent, type MessageEvent } from "./messages_outpu
 type Body = CreateMessageRequest;
 
 const TOOL_KEYS = new Set(["type", "name", "description", "input_schema", "cache_control"]);
+/** The keys each content block type has that the route reads. */
+const BLOCK_KEYS: Record<string, Set<string>> = {
+  text: new Set(["type", "text", "cache_control"]),
+  tool_use: new Set(["type", "id", "name", "input", "cache_control"]),
+  tool_result: new Set(["type", "tool_use_id", "content", "is_error", "cache_control"]),
+  thinking: new Set(["type", "thinking", "signature"]),
+  redacted_thinking: new Set(["type", "data"]),
+};
 
-/** Nested fields the route does not act on: unknown keys of tools and metadata. */
-function nestedIgnored(body: Record<string, unknown>): string[] {
+const OUTPUT_KEYS = new Set(["effort", "format"]);
+const METADATA_KEYS = new Set(["user_id"]);
+
+type Obj = Record<string, unknown>;
+
+/** Unknown keys of one object (a tool, a block), and a cache_control `ttl` (the cache keeps no time). */
+function unknownKeys(o: Obj, known: ReadonlySet<string> | undefined, at: string, out: string[]): void {
+  for (const [k, v] of Object.entries(o)) if (known && !known.has(k) && v != null) out.push(`${at}.${k}`);
+  if ((o.cache_control as Obj | null | undefined)?.ttl != null) out.push(`${at}.cache_control.ttl`);
+}
+
+/** Nested fields the route does not act on: unknown keys of tools, content blocks, output_config, metadata. */
+function nestedIgnored(body: Obj): string[] {
   const out: string[] = [];
-  const tools = Array.isArray(body.tools) ? body.tools as Record<string, unknown>[] : [];
-  tools.forEach((t, i) => {
-    for (const [k, v] of Object.entries(t)) if (!TOOL_KEYS.has(k) && v != null) out.push(`tools[${i}].${k}`);
-  });
-  const output = body.output_config as Record<string, unknown> | undefined;
-  for (const [k, v] of Object.entries(output ?? {})) {
-    if (k !== "effort" && k !== "format" && v != null) out.push(`output_config.${k}`);
-  }
-  const metadata = body.metadata as Record<string, unknown> | undefined;
-  for (const [k, v] of Object.entries(metadata ?? {})) {
-    if (k !== "user_id" && v != null) out.push(`metadata.${k}`);
-  }
+  const list = (v: unknown) => (Array.isArray(v) ? v as Obj[] : []);
+  list(body.tools).forEach((t, i) => unknownKeys(t, TOOL_KEYS, `tools[${i}]`, out));
+  list(body.system).forEach((b, i) => unknownKeys(b, BLOCK_KEYS.text, `system[${i}]`, out));
+  list(body.messages).forEach((m, i) =>
+    list(m.content).forEach((b, j) =>
+      unknownKeys(b, BLOCK_KEYS[String(b.type)], `messages[${i}].content[${j}]`, out)
+    )
+  );
+  unknownKeys((body.output_config ?? {}) as Obj, OUTPUT_KEYS, "output_config", out);
+  unknownKeys((body.metadata ?? {}) as Obj, METADATA_KEYS, "metadata", out);
   return out;
 }
 
@@ -82,18 +98,12 @@ function jobOf(body: Body): ChatJob {
     // Anthropic's clients send the model's whole output limit; a smaller window ends with
     // model_context_window_exceeded instead of a 400, as Anthropic's newer models do.
     maxTokensFit: true,
-    minTokens: 0,
-    ignoreEos: false,
-    stop: body.stop_sequences ?? [],
-    sampling: {
-      ...(body.temperature != null ? { temperature: body.temperature } : {}),
-      ...(body.top_p != null ? { topP: body.top_p } : {}),
-      ...(body.top_k != null ? { topK: body.top_k } : {}),
-      presencePenalty: 0,
-      frequencyPenalty: 0,
-      logitBias: {},
-    },
-    seed: randomSeed(),
+    ...samplingOf({
+      temperature: body.temperature,
+      top_p: body.top_p,
+      top_k: body.top_k,
+      stop: body.stop_sequences,
+    }),
     logprobs: null,
     keepCache: hasCacheBreakpoints(body),
     // An effort level goes to the template's reasoning_effort switch (reported when it has none).
@@ -112,7 +122,7 @@ export async function handleCreateMessage(req: Request, ctx: ApiContext): Promis
   const job = jobOf(body);
   checkJob(job, ctx.log);
   const engine = await ctx.registry.engine<ChatEngine>(entry, ctx.signal, ctx.defer);
-  const state = new MessageState(body, engine.contextLength);
+  const state = new MessageState(body, job, engine.contextLength);
   const run = jobRun(req, { ctx, entry, engine, started, job }, "output_config.effort");
   if (body.stream) {
     return await sseResponse(streamEvents(run, state), {
@@ -154,8 +164,8 @@ class MessageState {
   readonly keepCache: boolean;
   readonly omitThinking: boolean;
 
-  constructor(readonly body: Body, readonly contextLength: number) {
-    this.keepCache = hasCacheBreakpoints(body);
+  constructor(readonly body: Body, job: ChatJob, readonly contextLength: number) {
+    this.keepCache = job.keepCache === true;
     const t = body.thinking;
     this.omitThinking = (t?.type === "enabled" || t?.type === "adaptive") && t.display === "omitted";
   }

@@ -7,6 +7,10 @@
 //   means nothing to a model), or no turn could reuse the cached system prompt and tools that follow it.
 // - Earlier turns' thinking and redacted_thinking blocks are left out of the prompt: the thinking templates
 //   drop past reasoning themselves (Qwen3, DeepSeek R1), and a redacted block has no text to show.
+// - A `role: "system"` message inside `messages` (Claude Code sends its environment that way, after the first
+//   question) joins the system prompt when nothing but system text comes before it, and otherwise the user
+//   turn before it (or after it): many templates (Gemma, Mistral, Llama 2) refuse a system turn past the start
+//   or turns that do not alternate, and text in the user's turn is where every template can show it.
 import type { ChatMessage, ChatToolCall } from "../engines/types.ts";
 import { ApiError } from "../http/errors.ts";
 import type {
@@ -90,15 +94,13 @@ function messagesOf(m: InputMessage, index: number, last: boolean): ChatMessage[
       }
       flush();
       out.push({ role: "tool", content: toolResultText(b), toolCallId: String(b.tool_use_id) });
-    } else if (b.type === "tool_use" || b.type === "thinking" || b.type === "redacted_thinking") {
-      if (b.type === "tool_use") {
-        throw ApiError.badRequest(
-          "tool_use blocks belong in assistant messages.",
-          `messages[${index}].content[${j}].type`,
-        );
-      }
-      // Past thinking is left out of the prompt (see the header comment).
+    } else if (b.type === "tool_use") {
+      throw ApiError.badRequest(
+        "tool_use blocks belong in assistant messages.",
+        `messages[${index}].content[${j}].type`,
+      );
     }
+    // thinking and redacted_thinking: past thinking is left out of the prompt (see the header comment).
   });
   flush();
   return out;
@@ -106,11 +108,20 @@ function messagesOf(m: InputMessage, index: number, last: boolean): ChatMessage[
 
 /** The conversation the chat template renders: the system prompt first, then each message's turns. */
 export function conversationOf(body: Prompt): ChatMessage[] {
+  const turns = body.messages.flatMap((m, i) => messagesOf(m, i, i === body.messages.length - 1));
+  const system = [systemText(body.system)].filter((t): t is string => t !== null);
   const out: ChatMessage[] = [];
-  const system = systemText(body.system);
-  if (system !== null) out.push({ role: "system", content: system });
-  body.messages.forEach((m, i) => out.push(...messagesOf(m, i, i === body.messages.length - 1)));
-  return out;
+  turns.forEach((t, i) => {
+    if (t.role !== "system") return void out.push(t);
+    if (out.length === 0) return void system.push(t.content ?? "");
+    // Joins the user turn before it, or else the next one (see the header comment).
+    const before = out.at(-1)!;
+    const after = turns.slice(i + 1).find((n) => n.role !== "system");
+    if (before.role === "user") before.content = `${before.content}\n\n${t.content}`;
+    else if (after?.role === "user") after.content = `${t.content}\n\n${after.content}`;
+    else out.push(t);
+  });
+  return system.length ? [{ role: "system", content: system.join("\n\n") }, ...out] : out;
 }
 
 function chatToolChoice(choice: ToolChoice | undefined) {

@@ -58,8 +58,9 @@ Deno.test("messages input: a tool round trip, system role messages and thinking 
   }));
   assert.deepEqual(messages, [
     { role: "system", content: "S" },
-    { role: "user", content: "q1\nq2" },
-    { role: "system", content: "env" },
+    // The system role message joins the user turn before it: templates that refuse a system turn past the
+    // start, or turns that do not alternate (Gemma, Mistral), render it all the same.
+    { role: "user", content: "q1\nq2\n\nenv" },
     {
       role: "assistant",
       content: "Let me look.",
@@ -68,6 +69,30 @@ Deno.test("messages input: a tool round trip, system role messages and thinking 
     { role: "tool", content: "Error: r", toolCallId: "toolu_1" },
     { role: "user", content: "and?" },
   ]);
+});
+
+Deno.test("messages input: system role messages join the system prompt or the nearest user turn", () => {
+  const conv = (messages: CountTokensRequest["messages"], system?: string) =>
+    conversationOf(body({ messages, ...(system ? { system } : {}) }));
+  // Before any other turn: part of the system prompt.
+  assert.deepEqual(conv([{ role: "system", content: "B" }, { role: "user", content: "q" }], "A"), [
+    { role: "system", content: "A\n\nB" },
+    { role: "user", content: "q" },
+  ]);
+  // After an assistant turn: ahead of the next user turn.
+  assert.deepEqual(
+    conv([
+      { role: "user", content: "q1" },
+      { role: "assistant", content: "a1" },
+      { role: "system", content: "S" },
+      { role: "user", content: "q2" },
+    ]),
+    [
+      { role: "user", content: "q1" },
+      { role: "assistant", content: "a1" },
+      { role: "user", content: "S\n\nq2" },
+    ],
+  );
 });
 
 Deno.test("messages input: a prefilled assistant turn and misplaced blocks are refused, naming them", () => {

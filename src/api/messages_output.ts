@@ -79,11 +79,6 @@ export class MessageContent {
     return out;
   }
 
-  /** Whether a tool_use block was produced. */
-  get usedTools(): boolean {
-    return this.#calls.size > 0;
-  }
-
   #text(kind: "thinking" | "text", text: string, out: MessageEvent[]) {
     let cur = this.#open;
     if (cur?.block.type !== kind) {

@@ -31,7 +31,6 @@ Deno.test("messages output: thinking, text and tool calls become indexed blocks 
   assert.equal(use.type, "tool_use");
   assert.match(String(use.id), /^toolu_01/);
   assert.deepEqual(use.input, { a: 1 });
-  assert.equal(c.usedTools, true);
 });
 
 Deno.test("messages output: whitespace before a call is dropped; a whitespace-only reply is text", () => {

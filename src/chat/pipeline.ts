@@ -190,6 +190,7 @@ export async function* runChat(
     job.maxTokensFit === true,
   );
   const sampling = samplingOf(backend, job);
+  const unused = unusedFields(backend, job);
   // Thinking blocks are read out of chat replies of models whose template has them.
   const think = !job.prompt && templateThinks(backend.chatTemplate)
     ? { open: /<think>\s*$/.test(backend.decode(ids.slice(-4))), openId: backend.tokenId(THINK_OPEN) }
@@ -208,7 +209,7 @@ export async function* runChat(
       promptTokens: ids.length,
       cachedTokens,
       sampling: { temperature: sampling.temperature, topP: sampling.topP },
-      ...(unusedFields(backend, job).length ? { unused: unusedFields(backend, job) } : {}),
+      ...(unused.length ? { unused } : {}),
       ...(wantEcho
         ? {
           echo: {

@@ -10,7 +10,7 @@ import {
   ADDED_TOKENS,
   buildChatTinyVocab,
   extendableVocab,
-  MARKER_MODES,
+  modeReplies,
   type ReplyChain,
 } from "./chat_tiny_vocab.ts";
 import { QWEN25_CHAT_TEMPLATE } from "./chat_templates.ts";
@@ -45,9 +45,6 @@ export async function generate(outDir: string): Promise<void> {
     { tokens: tool },
     { tokens: v.bpe.encode(AGENT_REPLIES.default) },
   ];
-  for (const c of chains) {
-    if (new Set(c.tokens).size !== c.tokens.length) throw new Error(`agent-tiny: a reply repeats a token`);
-  }
   await writeCraftedDecoder(outDir, {
     name: "agent-tiny",
     seed: "agent-tiny",
@@ -55,9 +52,7 @@ export async function generate(outDir: string): Promise<void> {
     merges: v.merges,
     added: ADDED_TOKENS,
     chatTemplate: QWEN25_CHAT_TEMPLATE,
-    markers: MODES.map((m) => v.markers[m]),
-    scores: MODES.map((m) => MARKER_MODES.find((x) => x.mode === m)!.score),
-    chains,
+    ...modeReplies("agent-tiny", v, MODES, chains),
     layouts: [],
     contextLength: AGENT_TINY_CONTEXT,
   });

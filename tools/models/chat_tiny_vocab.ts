@@ -176,3 +176,24 @@ export function extendableVocab(
   };
   return { vocab, fused };
 }
+
+/**
+ * The crafted decoder's behaviour for `modes` (in precedence order) and their reply chains (one per mode, then
+ * the default reply): each mode's marker tokens and score, the chains checked to repeat no token (the current
+ * token alone decides the next one).
+ */
+export function modeReplies(
+  name: string,
+  v: ChatTinyVocab,
+  modes: readonly ModeName[],
+  chains: ReplyChain[],
+): { markers: string[][]; scores: number[]; chains: ReplyChain[] } {
+  for (const c of chains) {
+    if (new Set(c.tokens).size !== c.tokens.length) throw new Error(`${name}: a reply repeats a token`);
+  }
+  return {
+    markers: modes.map((m) => v.markers[m]),
+    scores: modes.map((m) => MARKER_MODES.find((x) => x.mode === m)!.score),
+    chains,
+  };
+}

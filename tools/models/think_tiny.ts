@@ -11,7 +11,7 @@ import {
   ADDED_TOKENS,
   buildChatTinyVocab,
   extendableVocab,
-  MARKER_MODES,
+  modeReplies,
   type ReplyChain,
 } from "./chat_tiny_vocab.ts";
 import { QWEN3_CHAT_TEMPLATE } from "./chat_templates.ts";
@@ -47,9 +47,6 @@ export async function generate(outDir: string): Promise<void> {
     chain(THINK_REPLIES.tool.reasoning, v.chains.tool.tokens),
     chain(THINK_REPLIES.default.reasoning, v.bpe.encode(THINK_REPLIES.default.answer)),
   ];
-  for (const c of chains) {
-    if (new Set(c.tokens).size !== c.tokens.length) throw new Error(`think-tiny: a reply repeats a token`);
-  }
   await writeCraftedDecoder(outDir, {
     name: "think-tiny",
     seed: "think-tiny",
@@ -60,8 +57,6 @@ export async function generate(outDir: string): Promise<void> {
       special: false,
     }],
     chatTemplate: QWEN3_CHAT_TEMPLATE,
-    markers: MODES.map((m) => v.markers[m]),
-    scores: MODES.map((m) => MARKER_MODES.find((x) => x.mode === m)!.score),
-    chains,
+    ...modeReplies("think-tiny", v, MODES, chains),
   });
 }
