@@ -6,11 +6,36 @@
 #ifndef OAI_BUFFER_SIZES_H
 #define OAI_BUFFER_SIZES_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static _Thread_local int t_capturing = 0;
 static _Thread_local double t_captured = 0;
+/** The part of t_captured in a GPU's own memory (buffers named after a device, not CPU* nor *_Host). */
+static _Thread_local double t_captured_device = 0;
+/** llama.cpp's "offloaded N/M layers to GPU" line: N and M, or -1 when it printed none. */
+static _Thread_local int t_offloaded = -1;
+static _Thread_local int t_layers = -1;
+
+/** Whether the buffer named just before `at` (e.g. "Vulkan0 model buffer size") lives in a device's memory. */
+static int device_buffer(const char * line, const char * at, int skip_kind) {
+    // llama.cpp: the buffer type's name is the word before "model"/"KV"/"compute"/"output"/"RS" (skip_kind);
+    // whisper.cpp: the word right before "total size".
+    const char * end = at;
+    while (end > line && end[-1] == ' ') end--;
+    if (skip_kind) {
+        while (end > line && end[-1] != ' ') end--;
+        while (end > line && end[-1] == ' ') end--;
+    }
+    const char * start = end;
+    while (start > line && start[-1] != ' ' && start[-1] != ':' && start[-1] != '\t') start--;
+    size_t n = (size_t) (end - start);
+    if (n == 0) return 0;
+    if (n >= 3 && strncmp(start, "CPU", 3) == 0) return 0;
+    if (n >= 5 && strncmp(end - 5, "_Host", 5) == 0) return 0;
+    return 1;
+}
 
 /** Lines that report an allocation, and only those: a line reporting a total of others is not among them. */
 static const char * const CAPTURED_KEYS[] = {
@@ -24,6 +49,15 @@ static const char * const CAPTURED_KEYS[] = {
 
 static void capture_line(const char * text) {
     if (!t_capturing || !text) return;
+    const char * off = strstr(text, "offloaded ");
+    if (off && strstr(off, "layers to GPU")) {
+        int a = -1, b = -1;
+        if (sscanf(off, "offloaded %d/%d", &a, &b) == 2) {
+            t_offloaded = a;
+            t_layers = b;
+        }
+        return;
+    }
     for (size_t k = 0; k < sizeof(CAPTURED_KEYS) / sizeof(CAPTURED_KEYS[0]); k++) {
         const char * at = strstr(text, CAPTURED_KEYS[k]);
         if (!at) continue;
@@ -39,6 +73,7 @@ static void capture_line(const char * text) {
         else if (strncmp(end, "kB", 2) == 0) v *= 1e3;
         else if (*end != 'B') return;
         t_captured += v;
+        if (k <= 1 && device_buffer(text, at, k == 0)) t_captured_device += v;
         return;
     }
 }
@@ -46,6 +81,9 @@ static void capture_line(const char * text) {
 static void capture_begin(void) {
     t_capturing = 1;
     t_captured = 0;
+    t_captured_device = 0;
+    t_offloaded = -1;
+    t_layers = -1;
 }
 
 /** The bytes reported since capture_begin on this thread; writes them to `out` when given. */

@@ -6,6 +6,7 @@
 // clock_gettime is POSIX, not C11.
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,30 +34,84 @@ static void lshim_log_cb(enum ggml_log_level level, const char * text, void * us
     if ((int) level >= atomic_load(&g_log_level)) fputs(text, stderr);
 }
 
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_initialized = 0;
 /**
- * Once per process: the log filter (GGML_LOG_LEVEL_*: 1 debug, 2 info, 3 warn, 4 error) and ggml's backends,
- * loaded from `backend_dir` (the per-CPU variants libggml-cpu-*.so: ggml picks the best this CPU runs).
+ * Model and context creation, one at a time per process. Each model's worker thread loads its own, and ggml's
+ * GPU backends set their devices up lazily on first use (ggml-vulkan's instance, pipelines and device list are
+ * process-wide and unguarded): with the Vulkan build, 2-4 models loading at once killed the process in 3 of 9
+ * starts. Decoding stays concurrent; only creation is serialized.
+ */
+static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/**
+ * The log filter (GGML_LOG_LEVEL_*: 1 debug, 2 info, 3 warn, 4 error) and, once per process whichever thread
+ * comes first, ggml's backends loaded from `backend_dir` (the per-CPU variants libggml-cpu-*.so, ggml picks the
+ * best this CPU runs; and the GPU backend of a GPU build) and llama_backend_init. Every model's worker calls
+ * it; the backend registry is not thread-safe, so later and concurrent calls wait for the first and return.
  */
 LSHIM_API void lshim_init(const char * backend_dir, int log_level) {
     atomic_store(&g_log_level, log_level);
-    llama_log_set(lshim_log_cb, NULL);
-    ggml_backend_load_all_from_path(backend_dir);
-    llama_backend_init();
+    pthread_mutex_lock(&g_init_lock);
+    if (!g_initialized) {
+        llama_log_set(lshim_log_cb, NULL);
+        ggml_backend_load_all_from_path(backend_dir);
+        llama_backend_init();
+        g_initialized = 1;
+    }
+    pthread_mutex_unlock(&g_init_lock);
+}
+
+/**
+ * The devices ggml found, one line each: "type\tname\tdescription\tfree bytes\ttotal bytes\n" (type: 0 CPU,
+ * 1 GPU, 2 integrated GPU, 3 accelerator). Returns the bytes needed; the text is complete only when < cap.
+ */
+LSHIM_API int32_t lshim_devices(char * buf, int32_t cap) {
+    int32_t at = 0;
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        size_t free_b = 0, total_b = 0;
+        ggml_backend_dev_memory(d, &free_b, &total_b);
+        char line[512];
+        int n = snprintf(line, sizeof line, "%d\t%s\t%s\t%zu\t%zu\n", (int) ggml_backend_dev_type(d),
+                         ggml_backend_dev_name(d), ggml_backend_dev_description(d), free_b, total_b);
+        if (n < 0) continue;
+        if (n >= (int) sizeof line) n = (int) sizeof line - 1;
+        if (at + n < cap) memcpy(buf + at, line, (size_t) n);
+        at += n;
+    }
+    if (at < cap) buf[at] = 0;
+    return at;
 }
 
 LSHIM_API void lshim_log_level(int log_level) { atomic_store(&g_log_level, log_level); }
 
 /**
- * n_gpu_layers < 0 keeps every layer on the GPU when one is there (llama.cpp's default). `bytes` receives the
- * size of the weights' buffers as llama.cpp allocated them (mapped file, repacked copies, GPU buffers).
+ * n_gpu_layers < 0 keeps every layer on the GPU when one is there (llama.cpp's default). `cpu_only` gives the
+ * model no GPU device at all (its layers, KV cache and compute stay in host memory, and no operation is
+ * offloaded), so a GPU build serves CPU models too. `out` receives [bytes of the weights' buffers as llama.cpp
+ * allocated them (mapped file, repacked copies, GPU buffers), the part of them in GPU memory, layers offloaded,
+ * layers in all] (the last two -1 when llama.cpp did not say).
  */
-LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_layers, int use_mmap, double * bytes) {
+LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_layers, int use_mmap, int cpu_only,
+                                                double * out) {
+    static ggml_backend_dev_t no_devices[1] = {NULL};
     struct llama_model_params p = llama_model_default_params();
     if (n_gpu_layers >= 0) p.n_gpu_layers = n_gpu_layers;
+    if (cpu_only) {
+        p.devices = no_devices;
+        p.n_gpu_layers = 0;
+    }
     p.load_mode = use_mmap ? p.load_mode : LLAMA_LOAD_MODE_NONE;
+    pthread_mutex_lock(&g_load_lock);
+    // "offloaded N/M layers" is an INFO line: let it through the callback while loading (printing stays filtered).
     capture_begin();
     struct llama_model * model = llama_model_load_from_file(path, p);
-    capture_end(bytes);
+    out[0] = capture_end(NULL);
+    out[1] = t_captured_device;
+    out[2] = t_offloaded;
+    out[3] = t_layers;
+    pthread_mutex_unlock(&g_load_lock);
     return model;
 }
 
@@ -74,12 +129,13 @@ static void * cpu_proc(const char * name) {
  * A context over the model. `n_seq_max` sequences share one unified KV cache of `n_ctx` cells (so a sequence
  * may use the whole context, and copying a cached prefix to another sequence costs no memory). `pooling` < 0
  * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models). `bytes` receives the
- * size of the buffers the context allocated (KV cache, compute and output buffers); `threadpool_out` the
+ * [size of the buffers the context allocated (KV cache, compute and output buffers), the part in GPU memory];
+ * `threadpool_out` the
  * context's ggml thread pool (0 if none), for lshim_context_free.
  */
 LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_seq_max,
-                                               int n_threads, int embeddings, int pooling, double * bytes,
-                                               uint64_t * threadpool_out) {
+                                               int n_threads, int embeddings, int pooling, int cpu_only,
+                                               double * bytes, uint64_t * threadpool_out) {
     struct llama_context_params p = llama_context_default_params();
     p.n_ctx = (uint32_t) n_ctx;
     p.n_batch = (uint32_t) n_batch;
@@ -91,9 +147,14 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
     p.embeddings = embeddings != 0;
     p.no_perf = true;
     if (pooling >= 0) p.pooling_type = (enum llama_pooling_type) pooling;
+    // A CPU-only model must not send large batches' matrix products to a GPU either.
+    if (cpu_only) p.op_offload = false;
+    pthread_mutex_lock(&g_load_lock);
     capture_begin();
     struct llama_context * ctx = llama_init_from_model(model, p);
-    capture_end(bytes);
+    bytes[0] = capture_end(NULL);
+    bytes[1] = t_captured_device;
+    pthread_mutex_unlock(&g_load_lock);
     // A thread pool of the context's own, as llama-bench and llama-cli attach: without one ggml starts and
     // joins its worker threads for every graph, so for every generated token (measured on the SmolLM2-135M-shaped
     // bench files, 2 threads: libllama's decode loop 2-4% faster with the pool).

@@ -36,6 +36,9 @@ export interface Config {
   embedBatchTokens: number;
   idleUnloadSeconds: number;
   memoryBudgetBytes: number;
+  gpuMemoryBudgetBytes: number;
+  gpuLayers: number;
+  llamaVariant: "auto" | "cpu" | "vulkan" | "cuda" | "metal";
   dataDir: string;
   storeUrl: string;
   storeTtlSeconds: number;
@@ -183,7 +186,39 @@ export const OPTIONS: Option[] = [
     default: "0",
     help:
       "Keep what loaded models hold (weights, caches, states) under this size (e.g. 8GB) by unloading the " +
-      "least recently used (0 = no limit).",
+      "least recently used (0 = no limit). Counts host memory; GPU memory has --gpu-memory-budget.",
+  },
+  {
+    key: "gpuMemoryBudgetBytes",
+    flag: "gpu-memory-budget",
+    env: "OAI_GPU_MEMORY_BUDGET",
+    kind: "bytes",
+    default: "0",
+    help:
+      "Keep what loaded models hold in GPU memory (weights, KV caches, compute buffers) under this size by " +
+      "unloading the least recently used (0 = no limit).",
+  },
+  {
+    key: "gpuLayers",
+    flag: "gpu-layers",
+    env: "OAI_GPU_LAYERS",
+    kind: "int",
+    default: "-1",
+    min: -1,
+    help:
+      "Layers of each GGUF model llama.cpp puts on the GPU (-1 = all that fit in the GPU's free memory, 0 = " +
+      "none); a manifest entry's options.gpu_layers overrides it, and device: cpu keeps a model off the GPU.",
+  },
+  {
+    key: "llamaVariant",
+    flag: "llama-variant",
+    env: "OAI_LLAMA_VARIANT",
+    kind: "enum",
+    choices: ["auto", "cpu", "vulkan", "cuda", "metal"],
+    default: "auto",
+    help:
+      "Which installed build of llama.cpp to load: auto (the one `deno task native:llama` chose for this " +
+      "host: CUDA, Metal, Vulkan or CPU), or one by name; --llama-lib names a folder instead.",
   },
   {
     key: "dataDir",

@@ -108,6 +108,42 @@ export class Metrics {
         for (const m of registry.memory()) this.set({ model: m.model }, m.bytes);
       },
     });
+    new client.Gauge({
+      name: "oai_model_gpu_memory_bytes",
+      help: "Bytes a loaded model holds in GPU memory: weights, KV cache and compute buffers (what " +
+        "--gpu-memory-budget counts); its device in the label.",
+      labelNames: ["model", "device"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const m of registry.memory()) {
+          if (m.placement) this.set({ model: m.model, device: m.placement.device }, m.gpuBytes);
+        }
+      },
+    });
+    new client.Gauge({
+      name: "oai_model_gpu_layers",
+      help: "Layers of a loaded GGUF model in GPU memory (llama.cpp counts the output layer as one); " +
+        "oai_model_layers has the model's total.",
+      labelNames: ["model"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const m of registry.memory()) {
+          if (m.placement) this.set({ model: m.model }, m.placement.gpuLayers);
+        }
+      },
+    });
+    new client.Gauge({
+      name: "oai_model_layers",
+      help: "Layers of a loaded GGUF model in all, as llama.cpp counts them for offloading.",
+      labelNames: ["model"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const m of registry.memory()) if (m.placement) this.set({ model: m.model }, m.placement.layers);
+      },
+    });
     void queue;
   }
 

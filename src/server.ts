@@ -4,6 +4,7 @@ import type { Config } from "./config.ts";
 import { createApp, type RequestRecord } from "./app.ts";
 import { loadManifest } from "./engines/manifest.ts";
 import { type Loaders, Registry } from "./engines/registry.ts";
+import { llamaLibFor } from "./engines/llama/variants.ts";
 import type { Logger } from "./log.ts";
 import { openStore } from "./store/mod.ts";
 import { join, resolve } from "node:path";
@@ -53,13 +54,15 @@ export async function startServer(config: Config, deps: ServerDeps): Promise<Run
       allowRemote: !config.offline,
       log,
       parallel: config.parallel,
-      llamaLib: config.llamaLib || undefined,
+      llamaLib: config.llamaLib || llamaLibFor(config.llamaVariant),
+      gpuLayers: config.gpuLayers,
     },
     {
       loadWaitMs: config.loadWaitMs,
       queueSize: config.queueSize,
       idleUnloadMs: config.idleUnloadSeconds * 1000,
       memoryBudgetBytes: config.memoryBudgetBytes,
+      gpuMemoryBudgetBytes: config.gpuMemoryBudgetBytes,
     },
   );
   const store = await openStore(config);

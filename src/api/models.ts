@@ -3,7 +3,7 @@
 // asked for, as OpenAI does for its own aliases. A request that carries `anthropic-version` (Anthropic's SDKs
 // always send it) gets Anthropic's shape instead: `type: "model"`, `display_name`, `created_at` (RFC 3339),
 // and its paging (`limit`, `after_id`, `before_id`; `first_id`, `last_id`, `has_more`).
-import type { ModelEntry } from "../engines/types.ts";
+import type { ModelEntry, Placement } from "../engines/types.ts";
 import type { Registry } from "../engines/registry.ts";
 import { ApiError } from "../http/errors.ts";
 import { AnthropicModelsQuery } from "../protocol/messages.ts";
@@ -46,6 +46,12 @@ function anthropicList(req: Request, ctx: ApiContext): Response {
   });
 }
 
+/** Where a loaded model runs, as extension fields clients ignore (absent until it is loaded). */
+function placementFields(p: Placement | undefined) {
+  if (!p) return {};
+  return { device: p.device, gpu_layers: p.gpuLayers, layers: p.layers, gpu_memory_bytes: p.gpuBytes };
+}
+
 function modelObject(registry: Registry, entry: ModelEntry, id = entry.id) {
   return {
     id,
@@ -54,6 +60,7 @@ function modelObject(registry: Registry, entry: ModelEntry, id = entry.id) {
     owned_by: entry.ownedBy,
     task: entry.task,
     state: registry.state(entry.id),
+    ...placementFields(registry.placement(entry.id)),
     ...(id !== entry.id ? { alias_for: entry.id } : { aliases: registry.aliasesOf(entry.id) }),
   };
 }

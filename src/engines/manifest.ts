@@ -30,6 +30,16 @@ const ModelSpec = z.object({
     message: "must be a file base name (letters, digits, . _ -; no folders)",
     path: ["options", "model_file_name"],
   },
+).refine(
+  // llama.cpp's layers on the GPU: -1 all that fit, 0 none (device: cpu also keeps it off the GPU).
+  (m) => {
+    const n = m.options?.gpu_layers;
+    return n === undefined || (typeof n === "number" && Number.isInteger(n) && n >= -1);
+  },
+  {
+    message: "must be an integer >= -1 (-1: all layers that fit on the GPU, 0: none)",
+    path: ["options", "gpu_layers"],
+  },
 );
 
 const ManifestSchema = z.object({

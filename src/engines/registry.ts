@@ -6,7 +6,15 @@ import { InvalidRequest, ModelFilesMissing, ModelNotFound, ModelUnavailable } fr
 import type { Manifest } from "./manifest.ts";
 import { estimateLoadBytes } from "./footprint.ts";
 import { BoundedQueue } from "./queue.ts";
-import type { AnyEngine, EngineKind, EngineLoader, LoadContext, ModelEntry, Task } from "./types.ts";
+import type {
+  AnyEngine,
+  EngineKind,
+  EngineLoader,
+  LoadContext,
+  ModelEntry,
+  Placement,
+  Task,
+} from "./types.ts";
 
 export type ModelState = "available" | "loading" | "ready" | "failed";
 
@@ -49,6 +57,8 @@ export interface RegistryOptions {
    * many bytes by unloading the least recently used idle ones (0 = no limit).
    */
   memoryBudgetBytes?: number;
+  /** The same for GPU memory (what engines report in placement().gpuBytes); 0 or absent: no limit. */
+  gpuMemoryBudgetBytes?: number;
   /** A model's size before it loads (default: the files its engine will read, see footprint.ts). */
   estimateBytes?: (entry: ModelEntry) => Promise<number>;
 }
@@ -213,6 +223,9 @@ export class Registry {
       const held = engine.memoryBytes?.();
       if (held !== undefined && held > slot.sizeBytes) await this.#makeRoom(entry.id, held);
       slot.sizeBytes = held ?? slot.sizeBytes;
+      // GPU memory is known only once loaded (the GPU build decides what fits): others give theirs back now.
+      const gpu = engine.placement?.()?.gpuBytes ?? 0;
+      if (gpu > 0) await this.#makeRoom(entry.id, gpu, true, "gpu");
       return engine;
     })().then(
       (engine) => {
@@ -263,15 +276,27 @@ export class Registry {
     return slot.queue;
   }
 
-  /** What each loaded model holds now (its engine's report, else the estimate), for metrics and the budget. */
-  memory(): { model: string; bytes: number }[] {
+  /**
+   * What each loaded model holds now (its engine's report, else the estimate) in host memory and GPU memory,
+   * and where it runs, for metrics, /v1/models and the budgets.
+   */
+  memory(): { model: string; bytes: number; gpuBytes: number; placement?: Placement }[] {
     return [...this.#slots].filter(([, s]) => s.state === "ready").map(([model, s]) => ({
       model,
       bytes: this.#bytes(s),
+      gpuBytes: this.#bytes(s, "gpu"),
+      placement: s.engine?.placement?.(),
     }));
   }
 
-  #bytes(slot: Slot): number {
+  /** Where a loaded model runs (undefined while not loaded, or for an engine that does not say). */
+  placement(id: string): Placement | undefined {
+    const slot = this.#slots.get(id);
+    return slot?.state === "ready" ? slot.engine?.placement?.() : undefined;
+  }
+
+  #bytes(slot: Slot, pool: "host" | "gpu" = "host"): number {
+    if (pool === "gpu") return slot.engine?.placement?.()?.gpuBytes ?? 0;
     return slot.engine?.memoryBytes?.() ?? slot.sizeBytes;
   }
 
@@ -311,28 +336,32 @@ export class Registry {
    * Unloads least-recently-used idle models until `bytes` more fit in the memory budget next to the others.
    * Loaded models count what they hold now (a KV cache grown since their load included); loading ones their
    * estimate. `warn`: log when the busy ones alone pass it (for loads; a request's use would log every time).
+   * `pool`: host memory (--memory-budget) or GPU memory (--gpu-memory-budget).
    */
-  async #makeRoom(forId: string, bytes: number, warn = true): Promise<void> {
-    const budget = this.options.memoryBudgetBytes;
+  async #makeRoom(forId: string, bytes: number, warn = true, pool: "host" | "gpu" = "host"): Promise<void> {
+    const budget = pool === "gpu" ? this.options.gpuMemoryBudgetBytes : this.options.memoryBudgetBytes;
     if (!budget) return;
     const others = () =>
       [...this.#slots].filter(([id, s]) => id !== forId && (s.state === "ready" || s.state === "loading"));
-    const used = () => others().reduce((n, [, s]) => n + this.#bytes(s), 0);
+    const used = () => others().reduce((n, [, s]) => n + this.#bytes(s, pool), 0);
     while (used() + bytes > budget) {
       // Chosen afresh each time: meanwhile a concurrent request may have unloaded one or taken one into use.
       const lru = others().filter(([, s]) => this.#idle(s)).sort((a, b) => a[1].useOrder - b[1].useOrder)[0];
       if (!lru) {
         if (warn) {
-          this.ctx.log.warn("memory budget exceeded: every loaded model is busy", {
-            model: forId,
-            budget,
-            used: used(),
-            bytes,
-          });
+          this.ctx.log.warn(
+            `${pool === "gpu" ? "GPU " : ""}memory budget exceeded: every loaded model is busy`,
+            {
+              model: forId,
+              budget,
+              used: used(),
+              bytes,
+            },
+          );
         }
         return;
       }
-      await this.#unload(lru[0], lru[1], "memory budget");
+      await this.#unload(lru[0], lru[1], pool === "gpu" ? "GPU memory budget" : "memory budget");
     }
   }
 

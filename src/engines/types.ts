@@ -42,7 +42,20 @@ export interface LoadContext {
   parallel?: number;
   /** Where libllama_shim is (default: this checkout's native/build/llama/lib). */
   llamaLib?: string;
+  /** Layers of a GGUF model on the GPU (-1: all that fit); a manifest entry's options.gpu_layers wins. */
+  gpuLayers?: number;
   log: Logger;
+}
+
+/** Where a loaded model runs, and what it holds on a GPU (llama.cpp reports it; other engines need not). */
+export interface Placement {
+  /** "CPU", or the GPU(s) ggml used: "Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits))", "CUDA0 (NVIDIA H100 80GB HBM3)". */
+  device: string;
+  /** Layers in GPU memory, of `layers` (llama.cpp counts the output layer as one). */
+  gpuLayers: number;
+  layers: number;
+  /** Bytes in GPU memory: weights, KV cache, compute buffers (the rest is in memoryBytes). */
+  gpuBytes: number;
 }
 
 export interface Engine {
@@ -58,6 +71,8 @@ export interface Engine {
    * buffers). The memory budget counts this; absent, the registry's estimate from the files stands.
    */
   memoryBytes?(): number;
+  /** Where it runs and its GPU memory (absent: host memory and the CPU, or a runtime that does not say). */
+  placement?(): Placement | undefined;
   dispose(): Promise<void>;
 }
 
@@ -362,6 +377,8 @@ export interface ChatBackend {
   readonly stepsBlock?: boolean;
   /** Bytes held now: weights plus KV caches (see Engine.memoryBytes). */
   memoryBytes?(): number;
+  /** See Engine.placement. */
+  placement?(): Placement | undefined;
   dispose(): Promise<void>;
 }
 

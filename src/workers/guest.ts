@@ -44,6 +44,7 @@ async function load(req: LoadRequest): Promise<void> {
     log,
     parallel: req.parallel,
     llamaLib: req.llamaLib,
+    gpuLayers: req.gpuLayers,
     hub: req.hub,
   };
   const llama = req.entry.engine === "llama.cpp";
@@ -58,6 +59,7 @@ async function load(req: LoadRequest): Promise<void> {
         contextLength: backend.contextLength,
         parallel: backend.parallel ?? 1,
         memoryBytes: backend.memoryBytes?.() ?? 0,
+        placement: backend.placement?.(),
       };
       post({ t: "loaded", info });
     } else {
@@ -70,6 +72,7 @@ async function load(req: LoadRequest): Promise<void> {
         vocabSize: e.vocabSize,
         normalized: e.normalized,
         memoryBytes: e.memoryBytes(),
+        placement: "placement" in e ? e.placement() : undefined,
       };
       post({ t: "loaded", info });
     }

@@ -13,6 +13,7 @@ import type {
   EmbeddingEngine,
   LoadContext,
   ModelEntry,
+  Placement,
 } from "../engines/types.ts";
 import type { ChatInfo, EmbeddingInfo, GuestMessage, HostMessage, WorkerTask } from "./protocol.ts";
 
@@ -72,6 +73,7 @@ class WorkerLink {
         debug,
         parallel: ctx.parallel,
         llamaLib: ctx.llamaLib,
+        gpuLayers: ctx.gpuLayers,
         hub: ctx.hub ? { endpoint: ctx.hub.endpoint, token: ctx.hub.token } : undefined,
       });
     });
@@ -228,7 +230,11 @@ class EventChannel {
 
 /** What every engine of a worker shares: busy while requests are in flight, failed once the worker died. */
 abstract class WorkerEngine {
-  constructor(readonly entry: ModelEntry, readonly link: WorkerLink) {}
+  constructor(
+    readonly entry: ModelEntry,
+    readonly link: WorkerLink,
+    readonly info: { placement?: Placement },
+  ) {}
 
   busy(): boolean {
     return this.link.inFlight > 0;
@@ -240,6 +246,10 @@ abstract class WorkerEngine {
 
   memoryBytes(): number {
     return this.link.memoryBytes;
+  }
+
+  placement(): Placement | undefined {
+    return this.info.placement;
   }
 
   kill(reason?: string): void {
@@ -258,7 +268,7 @@ export class WorkerChatEngine extends WorkerEngine implements ChatEngine {
   readonly parallel: number;
 
   constructor(entry: ModelEntry, link: WorkerLink, info: ChatInfo) {
-    super(entry, link);
+    super(entry, link, info);
     this.backend = info.backend;
     this.contextLength = info.contextLength;
     this.parallel = info.parallel;
@@ -304,7 +314,7 @@ export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngi
   readonly normalized: boolean;
 
   constructor(entry: ModelEntry, link: WorkerLink, info: EmbeddingInfo) {
-    super(entry, link);
+    super(entry, link, info);
     this.backend = info.backend;
     this.dimensions = info.dimensions;
     this.maxTokens = info.maxTokens;

@@ -2,7 +2,7 @@
 // plain data for structured clone: jobs and events are the native types of engines/types.ts, errors travel
 // as SerializedError and come back as the same classes (src/errors.ts).
 import type { SerializedError } from "../errors.ts";
-import type { ChatEvent, ChatJob, ModelEntry } from "../engines/types.ts";
+import type { ChatEvent, ChatJob, ModelEntry, Placement } from "../engines/types.ts";
 
 /** What a worker is loaded to serve. */
 export type WorkerTask = "chat" | "embedding";
@@ -17,6 +17,7 @@ export interface LoadRequest {
   debug: boolean;
   parallel?: number;
   llamaLib?: string;
+  gpuLayers?: number;
   hub?: { endpoint?: string; token?: string };
 }
 
@@ -37,6 +38,7 @@ export interface ChatInfo {
   parallel: number;
   /** Bytes the model holds once loaded (see Engine.memoryBytes). */
   memoryBytes: number;
+  placement?: Placement;
 }
 
 /** What the host learns of a loaded embedding model. */
@@ -47,6 +49,7 @@ export interface EmbeddingInfo {
   vocabSize: number;
   normalized: boolean;
   memoryBytes: number;
+  placement?: Placement;
 }
 
 export type GuestMessage =

@@ -10,7 +10,15 @@ import { Template } from "@huggingface/jinja";
 import { ChatPromptError } from "../../errors.ts";
 import { tokenDisplayText } from "../byte_level.ts";
 import { templateMessage, templateTool } from "../template_view.ts";
-import type { ChatBackend, ChatMessage, ChatTool, ModelEntry, RenderOptions, SequenceId } from "../types.ts";
+import type {
+  ChatBackend,
+  ChatMessage,
+  ChatTool,
+  ModelEntry,
+  Placement,
+  RenderOptions,
+  SequenceId,
+} from "../types.ts";
 import { DecodeBatcher } from "./batch.ts";
 import type { LlamaContext, LlamaModel } from "./ffi.ts";
 
@@ -62,13 +70,21 @@ export class LlamaChat implements ChatBackend {
   /** Bytes of each token with control tokens spelled out (logprobs show them). */
   readonly #spelled: Uint8Array[];
   readonly #flags: Int32Array;
+  readonly #placement: Placement;
 
   constructor(
     readonly entry: ModelEntry,
     readonly model: LlamaModel,
     readonly ctx: LlamaContext,
-    opts: { contextLength: number; nBatch: number; parallel: number; description: string },
+    opts: {
+      contextLength: number;
+      nBatch: number;
+      parallel: number;
+      description: string;
+      placement: Placement;
+    },
   ) {
+    this.#placement = opts.placement;
     this.parallel = opts.parallel;
     const info = model.info;
     this.vocabSize = info.nVocab;
@@ -273,9 +289,17 @@ export class LlamaChat implements ChatBackend {
     return logits;
   }
 
-  /** The weights, the context (its KV cache is allocated whole at load) and the prompt cache's saved cells. */
+  /**
+   * Host memory: the weights, the context (its KV cache is allocated whole at load) and the prompt cache's
+   * saved cells, less what of them is in GPU memory (placement()).
+   */
   memoryBytes(): number {
-    return this.model.bytes + this.ctx.bytes + this.#saved.reduce((n, c) => n + c.data.length, 0);
+    return this.model.bytes + this.ctx.bytes - this.#placement.gpuBytes +
+      this.#saved.reduce((n, c) => n + c.data.length, 0);
+  }
+
+  placement(): Placement {
+    return this.#placement;
   }
 
   dispose(): Promise<void> {

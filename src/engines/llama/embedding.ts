@@ -1,8 +1,9 @@
 // Owns embeddings on llama.cpp: a GGUF encoder (BERT-style) or decoder run with pooled outputs, using the
 // pooling type the manifest or the GGUF declares (mean for decoders that declare none); several inputs go into one batch as separate sequences. Vectors come back
 // L2-normalized, as llama-server and OpenAI return them.
-import type { ModelEntry } from "../types.ts";
+import type { ModelEntry, Placement } from "../types.ts";
 import { LlamaContext, type LlamaModel } from "./ffi.ts";
+import { placementOf } from "./placement.ts";
 
 /** Tokens per embedding batch (all inputs of one call together); also the longest input. */
 const BATCH = 2048;
@@ -16,6 +17,7 @@ export class LlamaEmbedding {
   readonly vocabSize: number;
   readonly normalized = true;
   readonly #ctx: LlamaContext;
+  readonly #placement: Placement;
 
   constructor(readonly entry: ModelEntry, readonly model: LlamaModel, threads: number) {
     this.dimensions = model.info.nEmbd;
@@ -28,9 +30,11 @@ export class LlamaEmbedding {
       threads,
       embeddings: true,
       pooling: poolingOf(entry, model),
+      cpuOnly: model.offload === undefined || model.offload.layers === 0,
     });
     const pooling = POOLING[this.#ctx.pooling] ?? `type ${this.#ctx.pooling}`;
-    this.backend = `llama.cpp cpu ${pooling} pooling`;
+    this.#placement = placementOf(model, this.#ctx);
+    this.backend = `llama.cpp ${this.#placement.device} ${pooling} pooling`;
   }
 
   /** The ids the model sees for a text, special tokens (CLS/SEP, BOS) included. */
@@ -59,9 +63,13 @@ export class LlamaEmbedding {
     return Promise.resolve(out);
   }
 
-  /** The weights and the context's buffers, as llama.cpp allocated them. */
+  /** The weights and the context's buffers in host memory, as llama.cpp allocated them. */
   memoryBytes(): number {
-    return this.model.bytes + this.#ctx.bytes;
+    return this.model.bytes + this.#ctx.bytes - this.#placement.gpuBytes;
+  }
+
+  placement(): Placement {
+    return this.#placement;
   }
 
   dispose(): Promise<void> {

@@ -7,9 +7,10 @@ import { fileURLToPath } from "node:url";
 
 const SYMBOLS = {
   lshim_init: { parameters: ["buffer", "i32"], result: "void" },
-  lshim_model_load: { parameters: ["buffer", "i32", "i32", "buffer"], result: "pointer" },
+  lshim_devices: { parameters: ["buffer", "i32"], result: "i32" },
+  lshim_model_load: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer" },
   lshim_context: {
-    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
+    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
     result: "pointer",
   },
   lshim_context_free: { parameters: ["pointer", "u64"], result: "void" },
@@ -82,6 +83,36 @@ export function openLlama(configured?: string): Symbols {
   return sym;
 }
 
+/** A device ggml found (the CPU, and each GPU of a GPU build). */
+export interface Device {
+  type: "cpu" | "gpu" | "igpu" | "accel";
+  /** ggml's name: "CPU", "Vulkan0", "CUDA0", "Metal". */
+  name: string;
+  /** What the driver calls it: "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)". */
+  description: string;
+  freeBytes: number;
+  totalBytes: number;
+}
+
+const DEVICE_TYPES = ["cpu", "gpu", "igpu", "accel"] as const;
+
+/** The devices of the loaded build, as ggml enumerates them (GPUs are the ones llama.cpp offloads to). */
+export function listDevices(sym: Symbols): Device[] {
+  let buf = new Uint8Array(4096);
+  let n = sym.lshim_devices(buf, buf.length);
+  if (n >= buf.length) n = sym.lshim_devices(buf = new Uint8Array(n + 1), n + 1);
+  return decoder.decode(buf.subarray(0, n)).split("\n").filter(Boolean).map((line) => {
+    const [type, name, description, free, total] = line.split("\t");
+    return {
+      type: DEVICE_TYPES[Number(type)] ?? "accel",
+      name,
+      description,
+      freeBytes: Number(free),
+      totalBytes: Number(total),
+    };
+  });
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -104,18 +135,36 @@ export interface ModelInfo {
   addEos: boolean;
 }
 
+/** Where a model's layers went, as llama.cpp reported it while loading. */
+export interface Offload {
+  /** Layers in GPU memory (llama.cpp counts the output layer as one). */
+  layers: number;
+  /** Layers in all. */
+  of: number;
+}
+
 /** One loaded GGUF model and its vocabulary, with contexts made from it. */
 export class LlamaModel {
   readonly info: ModelInfo;
-  /** What llama.cpp allocated for the weights (the mapped file, repacked copies), as it reports them. */
+  /** What llama.cpp allocated for the weights (the mapped file, repacked copies, GPU buffers), as it reports them. */
   readonly bytes: number;
+  /** The part of `bytes` in GPU memory. */
+  readonly deviceBytes: number;
+  /** Layers offloaded to the GPU, when llama.cpp said (a build with no GPU backend says nothing). */
+  readonly offload: Offload | undefined;
   #ptr: Deno.PointerValue;
 
-  constructor(readonly sym: Symbols, path: string, opts: { gpuLayers: number }) {
-    const bytes = new Float64Array(1);
-    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, 1, bytes);
+  /**
+   * `gpuLayers` < 0: every layer on the GPU when there is one (llama.cpp's default); `cpuOnly`: no GPU device
+   * at all, so a GPU build serves this model from host memory and the CPU.
+   */
+  constructor(readonly sym: Symbols, path: string, opts: { gpuLayers: number; cpuOnly: boolean }) {
+    const out = new Float64Array(4);
+    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, 1, opts.cpuOnly ? 1 : 0, out);
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not load the GGUF file");
-    this.bytes = Math.round(bytes[0]);
+    this.bytes = Math.round(out[0]);
+    this.deviceBytes = Math.round(out[1]);
+    this.offload = out[3] >= 0 ? { layers: out[2], of: out[3] } : undefined;
     const i = new Int32Array(9);
     sym.lshim_model_info(this.#ptr, i);
     this.info = {
@@ -212,6 +261,8 @@ export interface ContextOptions {
   embeddings: boolean;
   /** llama_pooling_type; -1 keeps the model's. */
   pooling: number;
+  /** Nothing of this context on a GPU (see LlamaModel's cpuOnly). */
+  cpuOnly?: boolean;
 }
 
 /** One llama_context: a KV cache shared by up to nSeqMax sequences, and a batch decode into JS buffers. */
@@ -222,10 +273,12 @@ export class LlamaContext {
   readonly pooling: number;
   /** What llama.cpp allocated for the context: the KV cache (all cells, up front), compute and output buffers. */
   readonly bytes: number;
+  /** The part of `bytes` in GPU memory. */
+  readonly deviceBytes: number;
 
   constructor(readonly model: LlamaModel, readonly opts: ContextOptions) {
     const s = model.sym;
-    const bytes = new Float64Array(1);
+    const bytes = new Float64Array(2);
     const threadpool = new BigUint64Array(1);
     this.#ptr = s.lshim_context(
       model.ptr,
@@ -235,12 +288,14 @@ export class LlamaContext {
       opts.threads,
       opts.embeddings ? 1 : 0,
       opts.pooling,
+      opts.cpuOnly ? 1 : 0,
       bytes,
       threadpool,
     );
     this.#threadpool = threadpool[0];
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not create a context for the model");
     this.bytes = Math.round(bytes[0]);
+    this.deviceBytes = Math.round(bytes[1]);
     this.pooling = s.llama_pooling_type(this.#ptr);
   }
 

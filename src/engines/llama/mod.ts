@@ -7,7 +7,9 @@ import { fetchRepoFiles } from "../../hub/fetch_files.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { LlamaChat } from "./chat.ts";
 import { LlamaEmbedding } from "./embedding.ts";
-import { LlamaContext, LlamaLoadError, LlamaModel, openLlama } from "./ffi.ts";
+import { blockCount, readGgufMeta } from "./gguf_meta.ts";
+import { listDevices, LlamaContext, LlamaLoadError, LlamaModel, openLlama } from "./ffi.ts";
+import { gpuLayersOf, gpus, layersThatFit, placementOf } from "./placement.ts";
 
 export { LlamaChat, LlamaEmbedding };
 
@@ -59,9 +61,24 @@ async function ensureFile(entry: ModelEntry, ctx: LoadContext): Promise<string> 
 
 function loadModel(entry: ModelEntry, path: string, ctx: LoadContext): LlamaModel {
   const sym = openLlama(ctx.llamaLib);
+  let gpuLayers = gpuLayersOf(entry, ctx);
+  const cpuOnly = entry.device === "cpu" || gpuLayers === 0;
+  const devices = gpus(listDevices(sym));
+  if (!cpuOnly && gpuLayers === -1 && devices.length > 0) {
+    const blocks = blockCount(readGgufMeta(path));
+    const free = devices.reduce((n, d) => n + d.freeBytes, 0);
+    gpuLayers = layersThatFit(Deno.statSync(path).size, blocks + 1, free);
+    if (gpuLayers >= 0) {
+      ctx.log.warn("the model does not fit in GPU memory: part of it stays on the CPU", {
+        model: entry.id,
+        gpuLayers,
+        layers: blocks + 1,
+        freeBytes: free,
+      });
+    }
+  }
   try {
-    // CPU only unless a GPU build of ggml is there and the manifest allows it.
-    return new LlamaModel(sym, path, { gpuLayers: entry.device === "cpu" ? 0 : -1 });
+    return new LlamaModel(sym, path, { gpuLayers: cpuOnly ? 0 : gpuLayers, cpuOnly });
   } catch (e) {
     if (e instanceof LlamaLoadError) {
       throw new LlamaLoadError(
@@ -90,12 +107,15 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
       threads: ctx.threads,
       embeddings: false,
       pooling: -1,
+      cpuOnly: model.offload === undefined || model.offload.layers === 0,
     });
+    const placement = placementOf(model, llamaCtx);
     const chat = new LlamaChat(entry, model, llamaCtx, {
       contextLength,
       nBatch: BATCH,
       parallel,
-      description: `llama.cpp cpu ${fileType(model)}`,
+      description: `llama.cpp ${placement.device} ${fileType(model)}`,
+      placement,
     });
     ctx.log.info("chat model ready", {
       model: entry.id,
@@ -103,6 +123,8 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
       contextLength,
       parallel,
       vocab: chat.vocabSize,
+      gpuLayers: `${placement.gpuLayers}/${placement.layers}`,
+      gpuBytes: placement.gpuBytes,
     });
     return chat;
   } catch (e) {
