@@ -184,26 +184,49 @@ function writeValue(b: Bytes, v: MetaValue) {
   }
 }
 
-/** Serializes a whole GGUF file. */
-export function encodeGguf(meta: Record<string, MetaValue>, tensors: GgufTensor[]): Uint8Array {
+/** A tensor's entry in the header: its name, shape (ggml order), type and the bytes of its data. */
+export interface GgufTensorInfo {
+  name: string;
+  ne: number[];
+  type: GgmlType;
+  size: number;
+}
+
+/**
+ * The header of a GGUF file (metadata and tensor infos), padded to the alignment: the tensors' data follows,
+ * each padded to the alignment too. For writers that stream tensors too large to hold at once.
+ */
+export function ggufHeader(meta: Record<string, MetaValue>, tensors: GgufTensorInfo[]): Uint8Array {
   const head = new Bytes();
   head.raw(enc.encode("GGUF"));
   head.u32(3);
   head.u64(tensors.length);
   head.u64(Object.keys(meta).length);
   for (const [k, v] of Object.entries(meta)) head.str(k), writeValue(head, v);
-  const blobs = tensors.map(encodeTensor);
   let offset = 0;
-  tensors.forEach((t, i) => {
+  for (const t of tensors) {
     head.str(t.name);
     head.u32(t.ne.length);
     for (const n of t.ne) head.u64(n);
     head.u32(TYPE_ID[t.type]);
     head.u64(offset);
-    offset += blobs[i].length;
+    offset += t.size;
     offset = Math.ceil(offset / ALIGN) * ALIGN;
-  });
+  }
   head.pad();
+  return head.bytes();
+}
+
+/** Serializes a whole GGUF file. */
+export function encodeGguf(meta: Record<string, MetaValue>, tensors: GgufTensor[]): Uint8Array {
+  const blobs = tensors.map(encodeTensor);
+  const head = new Bytes();
+  head.raw(
+    ggufHeader(
+      meta,
+      tensors.map((t, i) => ({ name: t.name, ne: t.ne, type: t.type, size: blobs[i].length })),
+    ),
+  );
   for (const blob of blobs) head.raw(blob), head.pad();
   return head.bytes();
 }

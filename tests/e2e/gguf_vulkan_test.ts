@@ -1,0 +1,232 @@
+// End to end on llama.cpp's Vulkan build: the variant is process-wide, so the real server runs in its own
+// process with --llama-variant=vulkan (on CI Mesa's software Vulkan device, llvmpipe, which ggml-vulkan takes
+// only with GGML_VK_VISIBLE_DEVICES=0). The same GGUF files serve twice in that one server: on the Vulkan device
+// (device auto) and on the CPU (device: cpu, a GPU build serving a CPU model), and every feature must answer
+// exactly alike through the official `openai` client: text, tool calls, json_schema, logprobs (to float
+// precision), n with a seed, stop sequences, embeddings, concurrent streams and the prompt cache; the server's
+// own report (/v1/models, /metrics, the backend label in its log) must say where each model runs. Without the
+// Vulkan variant or a Vulkan driver it fails on CI (CI=true) and is skipped elsewhere, saying why.
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { WEATHER_TOOL } from "../support/tools.ts";
+import { spawnServer } from "../helpers.ts";
+import { vulkanEnv, vulkanMissing } from "../support/vulkan.ts";
+
+const why = vulkanMissing("the Vulkan end-to-end test");
+
+const CHAT = "generated/chat-tiny/gguf/chat-tiny-F32.gguf";
+const CHAT_Q8 = "generated/chat-tiny/gguf/chat-tiny-Q8_0.gguf";
+const EMBED = "generated/embed-tiny/gguf/embed-tiny-F32.gguf";
+/** Each file twice: on the Vulkan device and kept on the CPU, in the same server. */
+const VULKAN_MANIFEST = {
+  models: {
+    "chat-vk": { task: "chat" as const, path: CHAT },
+    "chat-cpu": { task: "chat" as const, path: CHAT, device: "cpu" as const },
+    "chat-q8-vk": { task: "chat" as const, path: CHAT_Q8 },
+    "chat-q8-cpu": { task: "chat" as const, path: CHAT_Q8, device: "cpu" as const },
+    "embed-vk": { task: "embedding" as const, path: EMBED },
+    "embed-cpu": { task: "embedding" as const, path: EMBED, device: "cpu" as const },
+  },
+};
+const HI = [{ role: "user" as const, content: "Hi there!" }];
+const WEATHER = [{ role: "user" as const, content: "What's the weather in Paris?" }];
+const SCHEMA = {
+  type: "object",
+  properties: { answer: { type: "string" }, n: { type: "integer" } },
+  required: ["answer", "n"],
+  additionalProperties: false,
+};
+
+/** Everything but ids, timestamps and the model's name; logprobs pulled out to compare to float precision. */
+function comparable(r: unknown, logprobs: number[]): unknown {
+  const text = JSON.stringify({
+    choices: (r as { choices: unknown }).choices,
+    usage: (r as { usage: unknown }).usage,
+  })
+    .replace(/"call_[A-Za-z0-9]+"/g, '"call"');
+  return JSON.parse(text, (k, v) => {
+    if (k === "logprob") return logprobs.push(v), 0;
+    if (k === "cached_tokens") return 0;
+    return v;
+  });
+}
+
+Deno.test({
+  name: "gguf on Vulkan (llvmpipe): the server reports the device, and every feature answers as on the CPU",
+  ignore: why !== null,
+  sanitizeResources: false,
+  fn: async (t) => {
+    const server = await spawnServer({
+      manifest: VULKAN_MANIFEST,
+      flags: ["--llama-variant=vulkan", "--parallel=4"],
+      env: vulkanEnv(),
+    });
+    const client = new OpenAI({
+      baseURL: `${server.url}/v1`,
+      apiKey: "sk-test",
+      maxRetries: 0,
+      timeout: 300_000,
+    });
+    try {
+      await t.step(
+        "placement: Vulkan0 (llvmpipe) with every layer, or the CPU, as each entry asks",
+        async () => {
+          for (const m of ["chat-vk", "chat-cpu", "embed-vk", "embed-cpu"]) {
+            if (m.startsWith("chat")) {
+              await client.chat.completions.create({ model: m, messages: HI, max_tokens: 1 });
+            } else await client.embeddings.create({ model: m, input: "warm" });
+          }
+          const models = await (await fetch(`${server.url}/v1/models`)).json() as {
+            data: {
+              id: string;
+              device?: string;
+              gpu_layers?: number;
+              layers?: number;
+              gpu_memory_bytes?: number;
+            }[];
+          };
+          const by = (id: string) => models.data.find((m) => m.id === id)!;
+          for (const id of ["chat-vk", "embed-vk"]) {
+            const m = by(id);
+            assert.match(m.device ?? "", /^Vulkan0 \(llvmpipe/, `${id}: ${JSON.stringify(m)}`);
+            assert.ok(m.layers! > 0 && m.gpu_layers === m.layers, `${id}: ${JSON.stringify(m)}`);
+            assert.ok(m.gpu_memory_bytes! > 1_000_000, `${id}: ${JSON.stringify(m)}`);
+          }
+          for (const id of ["chat-cpu", "embed-cpu"]) {
+            const m = by(id);
+            assert.equal(m.device, "CPU", `${id}: ${JSON.stringify(m)}`);
+            assert.equal(m.gpu_layers, 0);
+            assert.equal(m.gpu_memory_bytes, 0);
+          }
+          const metrics = await (await fetch(`${server.url}/metrics`)).text();
+          assert.match(
+            metrics,
+            /oai_model_gpu_memory_bytes\{model="chat-vk",device="Vulkan0 \(llvmpipe[^"]*"\} [1-9]\d+/,
+          );
+          assert.match(metrics, /oai_model_gpu_layers\{model="chat-vk"\} [1-9]/);
+          assert.match(metrics, /oai_model_gpu_memory_bytes\{model="chat-cpu",device="CPU"\} 0/);
+          assert.match(server.log(), /"backend":"llama\.cpp Vulkan0 \(llvmpipe[^"]*\) F32"/);
+          assert.match(server.log(), /"backend":"llama\.cpp CPU F32"/);
+        },
+      );
+
+      const bodies: Record<string, Record<string, unknown>> = {
+        "default reply": { messages: HI },
+        "stop sequence": { messages: HI, stop: ["from"] },
+        "logprobs": { messages: HI, logprobs: true, top_logprobs: 3 },
+        "n=2 with a seed": { messages: HI, n: 2, seed: 42, temperature: 1.5 },
+        "tools, auto": { messages: WEATHER, tools: [WEATHER_TOOL] },
+        "tools, forced": {
+          messages: HI,
+          tools: [WEATHER_TOOL],
+          tool_choice: { type: "function", function: { name: "get_weather" } },
+        },
+        "json_schema": {
+          messages: HI,
+          response_format: {
+            type: "json_schema",
+            json_schema: { name: "out", schema: SCHEMA, strict: true },
+          },
+          max_tokens: 60,
+        },
+        "history, sampled": {
+          messages: [
+            { role: "system", content: "Be brief." },
+            ...HI,
+            { role: "assistant", content: "Hello" },
+            {
+              role: "user",
+              content: "Count forever",
+            },
+          ],
+          max_tokens: 24,
+          temperature: 1,
+          seed: 7,
+        },
+      };
+      // F32 weights compute alike to float precision. At Q8_0 the CPU multiplies by activations it quantized to
+      // Q8_0 too, ggml-vulkan by float activations: logprobs differ in the third decimal (-10.2853 vs -10.2823),
+      // so a long draw at temperature 1.5 may flip; greedy replies, tools and JSON stay identical.
+      const cases = [["chat-vk", "chat-cpu", 1e-3], ["chat-q8-vk", "chat-q8-cpu", 1e-2]] as const;
+      for (const [gpu, cpu, tolerance] of cases) {
+        for (const [name, body] of Object.entries(bodies)) {
+          if (gpu === "chat-q8-vk" && name === "n=2 with a seed") continue;
+          await t.step(`${gpu}: ${name}`, async () => {
+            const la: number[] = [];
+            const lb: number[] = [];
+            const a = comparable(await client.chat.completions.create({ model: cpu, ...body } as never), la);
+            const b = comparable(await client.chat.completions.create({ model: gpu, ...body } as never), lb);
+            assert.deepEqual(b, a);
+            la.forEach((x, i) => assert.ok(Math.abs(x - lb[i]) < tolerance, `logprob ${lb[i]} vs ${x}`));
+          });
+        }
+      }
+
+      await t.step("embeddings: the same vectors as on the CPU", async () => {
+        const input = ["the quick brown fox", "a local server", "Paris weather"];
+        const a = await client.embeddings.create({ model: "embed-cpu", input });
+        const b = await client.embeddings.create({ model: "embed-vk", input });
+        assert.equal(b.usage.prompt_tokens, a.usage.prompt_tokens);
+        for (let i = 0; i < input.length; i++) {
+          const x = a.data[i].embedding;
+          const y = b.data[i].embedding;
+          assert.equal(y.length, x.length);
+          const dot = x.reduce((s, v, k) => s + v * y[k], 0);
+          assert.ok(dot > 0.99999, `input ${i}: cosine ${dot}`);
+        }
+      });
+
+      await t.step("8 concurrent streams on the Vulkan device: each gets the CPU's reply", async () => {
+        const prompts = [
+          "Hi there!",
+          "Count forever",
+          "What's the weather in Paris?",
+          "Say something in unicode",
+        ];
+        const expected = new Map<string, string>();
+        for (const p of prompts) {
+          const r = await client.chat.completions.create({
+            model: "chat-cpu",
+            messages: [{ role: "user", content: p }],
+            max_tokens: 20,
+          });
+          expected.set(p, r.choices[0].message.content ?? "");
+        }
+        const got = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
+          const p = prompts[i % prompts.length];
+          const stream = await client.chat.completions.create({
+            model: "chat-vk",
+            messages: [{ role: "user", content: p }],
+            max_tokens: 20,
+            stream: true,
+          });
+          let text = "";
+          for await (const c of stream) text += c.choices[0]?.delta?.content ?? "";
+          return [p, text] as const;
+        }));
+        for (const [p, text] of got) assert.equal(text, expected.get(p), p);
+      });
+
+      await t.step(
+        "prompt cache: a repeated conversation reads its prefix from the cache, same reply",
+        async () => {
+          const messages = [
+            { role: "system" as const, content: "You are a helpful assistant. ".repeat(20) },
+            ...HI,
+          ];
+          const first = await client.chat.completions.create({ model: "chat-vk", messages, max_tokens: 8 });
+          const second = await client.chat.completions.create({ model: "chat-vk", messages, max_tokens: 8 });
+          assert.equal(second.choices[0].message.content, first.choices[0].message.content);
+          const cached = second.usage?.prompt_tokens_details?.cached_tokens ?? 0;
+          assert.ok(cached > 0 && cached < second.usage!.prompt_tokens, `cached ${cached}`);
+        },
+      );
+    } finally {
+      const status = await server.stop();
+      assert.ok(
+        status.signal === "SIGTERM" || status.code === 0 || status.code === 143,
+        server.log().slice(-2000),
+      );
+    }
+  },
+});

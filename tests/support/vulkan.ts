@@ -1,0 +1,30 @@
+// Owns what the Vulkan tests share: whether llama.cpp's Vulkan variant and Mesa's software Vulkan device
+// (llvmpipe) are there, and the environment a server needs to use that device.
+import { join } from "node:path";
+import { REPO_ROOT } from "../helpers.ts";
+
+export const VULKAN_SHIM = join(REPO_ROOT, "native/build/llama/lib-vulkan/libllama_shim.so");
+export const VULKAN_ICD = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
+
+/** Why the Vulkan tests cannot run here (null: they can); on CI (CI=true) that is an error, not a skip. */
+export function vulkanMissing(what: string): string | null {
+  const needs: [string, string][] = [
+    [VULKAN_SHIM, "deno run -A native/llama.ts --variant vulkan"],
+    [VULKAN_ICD, "Debian's mesa-vulkan-drivers"],
+  ];
+  for (const [file, how] of needs) {
+    try {
+      Deno.statSync(file);
+    } catch {
+      const why = `${file} is missing (${how})`;
+      if (Deno.env.get("CI")) throw new Error(`${what} cannot run on CI: ${why}`);
+      return why;
+    }
+  }
+  return null;
+}
+
+/** ggml-vulkan takes a CPU-type device (llvmpipe) only when told to; the loader wants a runtime dir. */
+export function vulkanEnv(): Record<string, string> {
+  return { GGML_VK_VISIBLE_DEVICES: "0", XDG_RUNTIME_DIR: Deno.makeTempDirSync({ prefix: "oai-xdg-" }) };
+}
