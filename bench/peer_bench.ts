@@ -53,7 +53,7 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();
@@ -80,7 +80,7 @@ async function waitHealthy(url: string, child: Deno.ChildProcess, what: string):
 }
 
 async function startLlamaServer(file: string): Promise<Server> {
-  const port = await freePort();
+  const port = freePort();
   const args = [
     "-m",
     file,
@@ -112,7 +112,7 @@ async function startLlamaServer(file: string): Promise<Server> {
 }
 
 async function startOurs(file: string): Promise<Server> {
-  const port = await freePort();
+  const port = freePort();
   const tmp = await Deno.makeTempDir({ prefix: "peer-bench-" });
   const manifest = join(tmp, "manifest.json");
   await Deno.writeTextFile(
