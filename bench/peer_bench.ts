@@ -40,8 +40,9 @@ const ROOT = new URL("../", import.meta.url).pathname;
 const STREAMS = values.streams!.split(",").map(Number);
 const ROUNDS = Number(values.rounds);
 const NEW = Number(values["new-tokens"]);
-const PROMPT_WORDS = Math.round(Number(values["prompt-tokens"]) / 1.6);
-const PREFILL_WORDS = Math.round(Number(values["prefill-tokens"]) / 1.6);
+// Words per prompt, sized once per file from what the model's tokenizer makes of them (see calibrate()).
+let PROMPT_WORDS = 0;
+let PREFILL_WORDS = 0;
 const THREADS = values.threads!;
 const CTX = Number(values.ctx);
 const PARALLEL = Math.max(...STREAMS);
@@ -248,6 +249,16 @@ interface Row {
 }
 
 let nextId = 1;
+
+/** Sizes the prompts for this file's tokenizer: tokens per word measured on the first server started. */
+async function calibrate(s: Server): Promise<void> {
+  const small = await chat(s.url, words(nextId++, 0), 1, 0);
+  const big = await chat(s.url, words(nextId++, 200), 1, 0);
+  const perWord = (big.promptTokens - small.promptTokens) / 200;
+  const overhead = small.promptTokens;
+  PROMPT_WORDS = Math.max(1, Math.round((Number(values["prompt-tokens"]) - overhead) / perWord));
+  PREFILL_WORDS = Math.max(1, Math.round((Number(values["prefill-tokens"]) - overhead) / perWord));
+}
 async function load(s: Server, file: string, n: number): Promise<Row> {
   const t0 = performance.now();
   const results = await Promise.all(
@@ -317,6 +328,7 @@ async function llamaBench(file: string): Promise<{ pp: number; tg: number } | un
 }
 
 const benches = new Map<string, { pp: number; tg: number }>();
+let calibratedFor = "";
 const rows: Row[] = [];
 const prefills: { file: string; server: string; tokens: number; perSecond: number }[] = [];
 for (const file of values.gguf!.split(",")) {
@@ -332,6 +344,10 @@ for (const file of values.gguf!.split(",")) {
     for (const start of order) {
       const s = await start(file);
       try {
+        if (!PROMPT_WORDS || calibratedFor !== name) {
+          await calibrate(s);
+          calibratedFor = name;
+        }
         // A warm-up no measured request shares a prefix with.
         await chat(s.url, words(nextId++, PROMPT_WORDS), 8, 0);
         for (const n of STREAMS) {
