@@ -74,7 +74,7 @@ for shape in $SHAPES; do
     fi
     stamp "benchmark $(basename "$f")"
     deno run -A bench/peer_bench.ts --llama-server "$BUILD/bin/llama-server" --llama-bench "$BUILD/bin/llama-bench" \
-      --llama-lib "$LIB" --gguf "$f" --streams "$STREAMS" --rounds "$ROUNDS" --gpu-layers "$gpu_layers" \
+      --llama-lib "$LIB" --gguf "$f" --streams "$STREAMS" --rounds "$ROUNDS" --gpu-layers="$gpu_layers" \
       --threads "${THREADS:-$JOBS}" --json "$RESULTS.$(basename "$f").json" | tee -a "$RESULTS"
   done
 done

@@ -39,6 +39,9 @@ Deno.test("config: a bad value names its flag in one line", () => {
     [["--offline=maybe"], {}, /^--offline: expected true or false/],
     [["--vad"], {}, /^--vad: needs --vad-model/],
     [["--no-such-flag"], {}, /no-such-flag/],
+    [["--gpu-layers=-2"], {}, /^--gpu-layers: must be at least -1/],
+    [["--llama-variant", "rocm"], {}, /^--llama-variant: expected one of auto, cpu, vulkan, cuda, metal/],
+    [[], { OAI_GPU_MEMORY_BUDGET: "lots" }, /^--gpu-memory-budget: expected a size/],
   ];
   for (const [args, env, re] of cases) {
     assert.throws(() => parseConfig(args, env, "/"), (e: unknown) => {
@@ -71,4 +74,15 @@ Deno.test("config: sizes", () => {
   assert.equal(parseBytes("1KiB"), 1024);
   assert.equal(parseBytes("12"), 12);
   assert.equal(parseBytes("x"), undefined);
+});
+
+Deno.test("config: GPU placement flags and their env twins", () => {
+  const c = parseConfig(["--gpu-layers=12", "--gpu-memory-budget=6GB"], { OAI_LLAMA_VARIANT: "vulkan" }, "/")
+    .config!;
+  assert.equal(c.gpuLayers, 12);
+  assert.equal(c.gpuMemoryBudgetBytes, 6e9);
+  assert.equal(c.llamaVariant, "vulkan");
+  const d = parseConfig([], {}, "/").config!;
+  assert.equal(d.gpuLayers, -1, "all that fit");
+  assert.equal(d.llamaVariant, "auto");
 });

@@ -60,3 +60,14 @@ Deno.test("manifest: bad shapes name the field", () => {
     /shadows/,
   );
 });
+
+Deno.test("manifest: options.gpu_layers is an integer of at least -1", () => {
+  for (const bad of [-2, 1.5, "all", true]) {
+    const json = { models: { x: { task: "chat", path: "a.gguf", options: { gpu_layers: bad } } } };
+    assert.throws(() => parseManifest(json, "/models", "auto"), /models\.x\.options\.gpu_layers/);
+  }
+  for (const good of [-1, 0, 99]) {
+    const json = { models: { x: { task: "chat", path: "a.gguf", options: { gpu_layers: good } } } };
+    assert.equal(parseManifest(json, "/models", "auto").entries.get("x")!.options.gpu_layers, good);
+  }
+});

@@ -281,12 +281,15 @@ export class Registry {
    * and where it runs, for metrics, /v1/models and the budgets.
    */
   memory(): { model: string; bytes: number; gpuBytes: number; placement?: Placement }[] {
-    return [...this.#slots].filter(([, s]) => s.state === "ready").map(([model, s]) => ({
-      model,
-      bytes: this.#bytes(s),
-      gpuBytes: this.#bytes(s, "gpu"),
-      placement: s.engine?.placement?.(),
-    }));
+    return [...this.#slots].filter(([, s]) => s.state === "ready").map(([model, s]) => {
+      const placement = s.engine?.placement?.();
+      return {
+        model,
+        bytes: this.#bytes(s),
+        gpuBytes: this.#bytes(s, "gpu"),
+        ...(placement ? { placement } : {}),
+      };
+    });
   }
 
   /** Where a loaded model runs (undefined while not loaded, or for an engine that does not say). */

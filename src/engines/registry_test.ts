@@ -114,7 +114,7 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
   try {
     await r.engine(r.resolve("c", "chat"));
     assert.equal(r.state("c"), "ready");
-    assert.deepEqual(r.memory(), [{ model: "c", bytes: 600 }], "the fp32 graph only");
+    assert.deepEqual(r.memory(), [{ model: "c", bytes: 600, gpuBytes: 0 }], "the fp32 graph only");
     // A running request keeps the model loaded however old its last use.
     const permit = await r.queue(r.resolve("c", "chat")).acquire();
     await r.unloadIdle(Date.now() + 120_000);
@@ -197,7 +197,11 @@ Deno.test("registry: the budget counts what engines hold now, caches grown since
     // a's KV cache grows (a long conversation kept as the prompt cache): a and b now hold 1100 together, so
     // loading c (estimated 100) first unloads the least recently used, a.
     held.a = 800;
-    assert.deepEqual(r.memory(), [{ model: "a", bytes: 800 }, { model: "b", bytes: 300 }]);
+    assert.deepEqual(r.memory(), [{ model: "a", bytes: 800, gpuBytes: 0 }, {
+      model: "b",
+      bytes: 300,
+      gpuBytes: 0,
+    }]);
     await r.engine(r.resolve("c", "chat"));
     assert.deepEqual(disposed, ["a"]);
     // An engine that holds more than its estimate once loaded makes room right after its load: a comes back
@@ -205,7 +209,11 @@ Deno.test("registry: the budget counts what engines hold now, caches grown since
     held.a = 700;
     await r.engine(r.resolve("a", "chat"));
     assert.deepEqual(disposed, ["a", "b"]);
-    assert.deepEqual(r.memory(), [{ model: "a", bytes: 700 }, { model: "c", bytes: 300 }]);
+    assert.deepEqual(r.memory(), [{ model: "a", bytes: 700, gpuBytes: 0 }, {
+      model: "c",
+      bytes: 300,
+      gpuBytes: 0,
+    }]);
     // A request that grows its model (a whisper state made on first use) brings the total back under the
     // budget when it ends, not only at the next request: c, now least recently used, goes.
     let release = () => {};
@@ -215,7 +223,7 @@ Deno.test("registry: the budget counts what engines hold now, caches grown since
     release();
     await new Promise((resolve) => setTimeout(resolve, 0));
     assert.deepEqual(disposed, ["a", "b", "c"]);
-    assert.deepEqual(r.memory(), [{ model: "a", bytes: 800 }]);
+    assert.deepEqual(r.memory(), [{ model: "a", bytes: 800, gpuBytes: 0 }]);
     // A model that alone holds more than the budget stays loaded after its requests (no unload-reload churn).
     held.a = 1500;
     await r.engine(r.resolve("a", "chat"), undefined, (done) => release = done);
@@ -241,4 +249,56 @@ Deno.test("registry: a hub model that cannot be downloaded says how to get it", 
     assert.match(e.message, /could not download org\/Model .*fetch failed.*deno task pull q/);
     return true;
   });
+});
+
+Deno.test("registry: the GPU memory budget counts what engines hold on the GPU, apart from host memory", async () => {
+  const m = parseManifest(
+    {
+      models: {
+        a: { task: "chat", path: "a" },
+        b: { task: "chat", path: "b" },
+        c: { task: "chat", path: "c" },
+      },
+    },
+    "/models",
+    "cpu",
+  );
+  const gpu: Record<string, number> = { a: 600, b: 600, c: 0 };
+  const disposed: string[] = [];
+  const chat: EngineLoader = (e) =>
+    Promise.resolve({
+      ...fakeEngine(e),
+      memoryBytes: () => 100,
+      placement: () => ({
+        device: gpu[e.id] ? "CUDA0 (test)" : "CPU",
+        gpuLayers: gpu[e.id] ? 4 : 0,
+        layers: 4,
+        gpuBytes: gpu[e.id],
+      }),
+      dispose: () => (disposed.push(e.id), Promise.resolve()),
+    });
+  const r = new Registry(m, { transformers: { chat } }, {
+    modelsDir: "/models",
+    threads: 1,
+    allowRemote: false,
+    log: memoryLogger(),
+  }, { loadWaitMs: 1000, queueSize: 2, memoryBudgetBytes: 1000, gpuMemoryBudgetBytes: 1000 });
+  try {
+    await r.engine(r.resolve("a", "chat"));
+    // c lives in host memory only: a stays, both budgets hold.
+    await r.engine(r.resolve("c", "chat"));
+    assert.deepEqual(disposed, []);
+    assert.deepEqual(r.memory().map((x) => [x.model, x.bytes, x.gpuBytes, x.placement?.device]), [
+      ["a", 100, 600, "CUDA0 (test)"],
+      ["c", 100, 0, "CPU"],
+    ]);
+    assert.equal(r.placement("a")?.gpuLayers, 4);
+    // b's 600 on the GPU next to a's 600 passes the GPU budget (host memory is far from its own): a goes.
+    await r.engine(r.resolve("b", "chat"));
+    assert.deepEqual(disposed, ["a"]);
+    assert.equal(r.state("c"), "ready");
+    assert.equal(r.placement("a"), undefined, "not loaded, no placement");
+  } finally {
+    await r.dispose();
+  }
 });

@@ -47,13 +47,18 @@ export function readGgufMeta(path: string): Map<string, number | string | boolea
       at += n;
       return s;
     };
+    // `at += u64()` would add to the offset read before u64 moved it: take the length first.
+    const skipString = () => {
+      const n = u64();
+      at += n;
+    };
     const skip = (type: number): void => {
-      if (type === STRING) at += u64();
+      if (type === STRING) skipString();
       else if (type === ARRAY) {
         const inner = view.getUint32(at, true);
         at += 4;
         const n = u64();
-        if (inner === STRING) { for (let i = 0; i < n; i++) at += u64(); }
+        if (inner === STRING) { for (let i = 0; i < n; i++) skipString(); }
         else if (TYPE_SIZES[inner] !== undefined) at += n * TYPE_SIZES[inner];
         else throw new Error("bad array");
       } else if (TYPE_SIZES[type] !== undefined) at += TYPE_SIZES[type];
