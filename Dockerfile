@@ -25,7 +25,9 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
 # A TLS-intercepting proxy's CA, where the build needs one (deploy/ca-certificates/README.md).
 COPY deploy/ca-certificates/ /usr/local/share/ca-certificates/extra/
 RUN update-ca-certificates
-ENV DENO_TLS_CA_STORE=system,mozilla
+# Deno's npm cache goes into the image with the app: the server resolves npm packages again at run time
+# (workers import transformers.js lazily) and must not need the registry for it.
+ENV DENO_TLS_CA_STORE=system,mozilla DENO_DIR=/app/.deno-dir
 RUN curl -fsSL -o /tmp/deno.tgz \
         "https://registry.npmjs.org/@deno/linux-x64-glibc/-/linux-x64-glibc-${DENO_VERSION}.tgz" \
     && echo "${DENO_SHA512}  /tmp/deno.tgz" | sha512sum -c - \
@@ -51,7 +53,7 @@ COPY --from=build /usr/local/bin/deno /usr/local/bin/deno
 COPY --from=build --chown=app:app /app /app
 WORKDIR /app
 USER app
-ENV OAI_HOST=0.0.0.0 OAI_PORT=8080 OAI_MODELS_DIR=/app/models DENO_DIR=/home/app/.cache/deno \
+ENV OAI_HOST=0.0.0.0 OAI_PORT=8080 OAI_MODELS_DIR=/app/models DENO_DIR=/app/.deno-dir \
     OAI_LLAMA_VARIANT=${LLAMA_VARIANT}
 VOLUME ["/app/models"]
 EXPOSE 8080

@@ -34,7 +34,7 @@ stamp "podman build (CPU image)"
 # This machine's own CAs (a TLS-intercepting proxy's), for the build stage only.
 cp /usr/local/share/ca-certificates/*.crt deploy/ca-certificates/ 2>/dev/null || true
 trap 'rm -f deploy/ca-certificates/*.crt' EXIT
-"${P[@]}" build --isolation chroot --build-arg BASE=localhost/oai-base:bookworm -t localhost/openai-local:cpu . \
+"${P[@]}" build --isolation chroot --format docker --build-arg BASE=localhost/oai-base:bookworm -t localhost/openai-local:cpu . \
   >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; exit 1; }
 "${P[@]}" image inspect localhost/openai-local:cpu --format '{{.Size}}' | awk '{printf "image size: %.0f MB\n", $1/1e6}'
 
@@ -66,4 +66,9 @@ done
 uid=$("${P[@]}" exec "$name" id -u)
 stamp "check the endpoints (server uid $uid)"
 deno run -A tests/container/image_check.ts "http://127.0.0.1:$port" "$uid"
+# The image must serve without a registry: nothing fetched at run time.
+if "${P[@]}" logs "$name" 2>&1 | grep -q "Download http"; then
+  echo "the container downloaded packages at run time:"; "${P[@]}" logs "$name" 2>&1 | grep "Download http" | head
+  exit 1
+fi
 stamp "image step passed"

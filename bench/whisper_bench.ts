@@ -236,6 +236,7 @@ if (import.meta.main) {
     portable: false,
     jobs: navigator.hardwareConcurrency || 2,
     cmakeArgs: [],
+    gpu: "cpu",
   });
   const results = [];
   for (const shape of values.shapes.split(",") as BenchShape[]) results.push(await benchShape(shape));

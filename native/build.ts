@@ -4,7 +4,11 @@
 // brings its own, different ggml into the same process, and two exported copies would resolve each other's
 // symbols. Everything lands in native/build/ (gitignored):
 //   native/build/lib/libwhisper_shim.so (whisper_* and wshim_* exported)   native/build/bin/whisper-cli
-// Usage: deno run -A native/build.ts [--if-missing] [--force] [--jobs N] [--portable] [--cmake-arg=-DGGML_CUDA=ON]
+// GPU builds sit beside the CPU one: `--gpu vulkan|cuda|metal` builds ggml's backend for it into
+// native/build/lib-<gpu>/libwhisper_shim.so (its own cmake tree, cmake-<gpu>/; no whisper-cli), linked with the
+// GPU API's runtime (libvulkan; cudart/cublas/cuda). The server picks one with --whisper-variant.
+// Usage: deno run -A native/build.ts [--if-missing] [--force] [--jobs N] [--portable] [--gpu vulkan|cuda|metal]
+//   [--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90]
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -30,6 +34,42 @@ export function libName(base: string): string {
 
 /** The library the server opens by default. */
 export const SHIM_PATH = join(LIB_DIR, libName("whisper_shim"));
+
+/** Which ggml backend a whisper.cpp build has besides the CPU one. */
+export type WhisperGpu = "cpu" | "vulkan" | "cuda" | "metal";
+export const WHISPER_GPUS: readonly WhisperGpu[] = ["cpu", "vulkan", "cuda", "metal"];
+
+/** Where a build's shim goes: lib/ for the CPU build (the default), lib-<gpu>/ beside it for a GPU build. */
+export function whisperLibDir(gpu: WhisperGpu): string {
+  return gpu === "cpu" ? LIB_DIR : join(BUILD_DIR, `lib-${gpu}`);
+}
+
+/** A build's cmake tree. */
+function cmakeDir(gpu: WhisperGpu): string {
+  return join(BUILD_DIR, gpu === "cpu" ? "cmake" : `cmake-${gpu}`);
+}
+
+/** What cmake needs to build ggml's backend for a GPU API, and what the shim must link for it. */
+export function gpuBuild(gpu: WhisperGpu): { cmake: string[]; link: string[] } {
+  switch (gpu) {
+    case "vulkan":
+      return { cmake: ["-DGGML_VULKAN=ON"], link: ["-lvulkan"] };
+    case "cuda": {
+      const cuda = Deno.env.get("CUDA_PATH") ?? "/usr/local/cuda";
+      return {
+        cmake: ["-DGGML_CUDA=ON"],
+        link: [`-L${cuda}/lib64`, `-Wl,-rpath,${cuda}/lib64`, "-lcudart", "-lcublas", "-lcublasLt", "-lcuda"],
+      };
+    }
+    case "metal":
+      return {
+        cmake: ["-DGGML_METAL=ON", "-DGGML_METAL_EMBED_LIBRARY=ON"],
+        link: ["-framework", "Metal", "-framework", "Foundation"],
+      };
+    case "cpu":
+      return { cmake: ["-DGGML_VULKAN=OFF", "-DGGML_CUDA=OFF"], link: [] };
+  }
+}
 export const CLI_PATH = join(BIN_DIR, Deno.build.os === "windows" ? "whisper-cli.exe" : "whisper-cli");
 
 /** The C compiler flags of the small shims (one C file each, built into a shared library). */
@@ -115,13 +155,15 @@ async function extract(tgz: string): Promise<string> {
 
 export interface BuildOptions {
   jobs: number;
+  /** A GPU backend to build in (its own folders; the CPU build stays). */
+  gpu: WhisperGpu;
   /** GGML_NATIVE=OFF: a library that runs on any x86-64/arm64, slower than one tuned to this CPU. */
   portable: boolean;
   cmakeArgs: string[];
 }
 
 async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
-  const out = join(BUILD_DIR, "cmake");
+  const out = cmakeDir(opts.gpu);
   const args = [
     "-S",
     src,
@@ -141,6 +183,7 @@ async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
     // Binaries find their libraries next to themselves or in ../lib, wherever the folder is moved.
     "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
     "-DCMAKE_INSTALL_RPATH=$ORIGIN:$ORIGIN/../lib",
+    ...gpuBuild(opts.gpu).cmake,
     ...opts.cmakeArgs,
   ];
   await run("cmake", args);
@@ -153,7 +196,8 @@ async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
     String(opts.jobs),
     "--target",
     "whisper",
-    "whisper-cli",
+    // The CLI (the benchmark's baseline) comes from the CPU build only.
+    ...(opts.gpu === "cpu" ? ["whisper-cli"] : []),
   ]);
   return join(out, "bin");
 }
@@ -192,16 +236,18 @@ async function archives(dir: string): Promise<string[]> {
  * shared library. `--exclude-libs` makes ggml's symbols local to it, so llama.cpp's ggml in the same process
  * can neither see nor override them. Needs a C++ driver: ggml-cpu uses OpenMP and whisper the C++ runtime.
  */
-async function buildShim(src: string): Promise<void> {
+async function buildShim(src: string, gpu: WhisperGpu): Promise<void> {
   const cc = Deno.env.get("CC") ?? "cc";
   const cxx = Deno.env.get("CXX") ?? "c++";
-  const all = await archives(join(BUILD_DIR, "cmake"));
+  const all = await archives(cmakeDir(gpu));
+  const shimPath = join(whisperLibDir(gpu), libName("whisper_shim"));
+  await Deno.mkdir(whisperLibDir(gpu), { recursive: true });
   const whisper = all.filter((a) => /libwhisper\.a$/.test(a));
   const ggml = all.filter((a) => /libggml/.test(a));
   if (whisper.length !== 1 || ggml.length === 0) {
     throw new Error(`static libraries not found: ${all.join(", ")}`);
   }
-  const obj = join(BUILD_DIR, "shim.o");
+  const obj = join(BUILD_DIR, gpu === "cpu" ? "shim.o" : `shim-${gpu}.o`);
   await run(cc, [
     "-O2",
     "-c",
@@ -218,7 +264,7 @@ async function buildShim(src: string): Promise<void> {
     obj,
   ]);
   const ggmlNames = ggml.map((a) => a.slice(a.lastIndexOf("/") + 1)).join(":");
-  const args = ["-shared", "-o", SHIM_PATH, obj];
+  const args = ["-shared", "-o", shimPath, obj];
   if (Deno.build.os === "linux") {
     // ggml's archives depend on each other in a cycle; a group resolves it in one pass.
     args.push(
@@ -238,6 +284,7 @@ async function buildShim(src: string): Promise<void> {
   } else {
     args.push(...whisper, ...ggml, "-lpthread");
   }
+  args.push(...gpuBuild(gpu).link);
   await run(cxx, args);
 }
 
@@ -247,22 +294,27 @@ async function newer(a: string, b: string): Promise<boolean> {
 }
 
 export async function build(opts: BuildOptions & { force: boolean; ifMissing: boolean }): Promise<void> {
+  const cpu = opts.gpu === "cpu";
+  const shimPath = join(whisperLibDir(opts.gpu), libName("whisper_shim"));
   // A shim from the older shared-library layout sits beside libggml*.so; it must be rebuilt self-contained.
-  const haveAll = await exists(SHIM_PATH) && await exists(CLI_PATH) &&
+  const haveAll = await exists(shimPath) && (!cpu || await exists(CLI_PATH)) &&
     !await exists(join(LIB_DIR, libName("whisper")));
-  if (opts.ifMissing && haveAll && !await newer(join(NATIVE_DIR, "shim.c"), SHIM_PATH)) {
-    console.log(`whisper.cpp already built: ${SHIM_PATH}`);
+  if (opts.ifMissing && haveAll && !await newer(join(NATIVE_DIR, "shim.c"), shimPath)) {
+    console.log(`whisper.cpp (${opts.gpu}) already built: ${shimPath}`);
     return;
   }
   const started = performance.now();
   await Deno.mkdir(BUILD_DIR, { recursive: true });
   const src = await extract(await fetchTarball());
   const libReady =
-    (await archives(join(BUILD_DIR, "cmake")).catch(() => [])).some((a) => a.endsWith("libwhisper.a")) &&
-    await exists(CLI_PATH) && !await exists(join(LIB_DIR, libName("whisper")));
-  if (opts.force || !libReady) await collect(await cmakeBuild(src, opts));
-  await buildShim(src);
-  console.log(`built ${SHIM_PATH} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    (await archives(cmakeDir(opts.gpu)).catch(() => [])).some((a) => a.endsWith("libwhisper.a")) &&
+    (!cpu || await exists(CLI_PATH)) && !await exists(join(LIB_DIR, libName("whisper")));
+  if (opts.force || !libReady) {
+    const bin = await cmakeBuild(src, opts);
+    if (cpu) await collect(bin);
+  }
+  await buildShim(src, opts.gpu);
+  console.log(`built ${shimPath} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 }
 
 if (import.meta.main) {
@@ -274,13 +326,17 @@ if (import.meta.main) {
       portable: { type: "boolean", default: false },
       jobs: { type: "string" },
       "cmake-arg": { type: "string", multiple: true },
+      gpu: { type: "string", default: "cpu" },
     },
   });
+  const gpu = values.gpu as WhisperGpu;
+  if (!WHISPER_GPUS.includes(gpu)) throw new Error(`--gpu must be one of ${WHISPER_GPUS.join(", ")}`);
   await build({
     ifMissing: values["if-missing"],
     force: values.force,
     portable: values.portable,
     jobs: Number(values.jobs ?? navigator.hardwareConcurrency ?? 2),
     cmakeArgs: values["cmake-arg"] ?? [],
+    gpu,
   });
 }

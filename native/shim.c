@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "whisper.h"
+#include "ggml-backend.h"
 #include "buffer_sizes.h"
 
 #if defined(_WIN32)
@@ -48,7 +49,7 @@ WSHIM_API void wshim_log_level(int level) {
 /**
  * Loads a model without the context's default state: every transcription brings its own (whisper_init_state).
  * Negative flags keep whisper.cpp's defaults (GPU on when built with one, flash attention on). `bytes` receives
- * the size of the weights' buffers as whisper.cpp allocated them.
+ * [the size of the weights' buffers as whisper.cpp allocated them, the part of it in GPU memory].
  */
 WSHIM_API struct whisper_context * wshim_init(const char * path, int use_gpu, int flash_attn, int gpu_device,
                                               double * bytes) {
@@ -58,15 +59,38 @@ WSHIM_API struct whisper_context * wshim_init(const char * path, int use_gpu, in
     if (gpu_device >= 0) cp.gpu_device = gpu_device;
     capture_begin();
     struct whisper_context * ctx = whisper_init_from_file_with_params_no_state(path, cp);
-    capture_end(bytes);
+    bytes[0] = capture_end(NULL);
+    bytes[1] = t_captured_device;
     return ctx;
 }
 
-/** A transcription's own state; `bytes` receives the size of its KV caches and compute buffers. */
+/**
+ * The device whisper.cpp computes on for these flags, as it picks it (the `gpu_device`-th GPU when use_gpu),
+ * written as "name (description)", or "CPU" for a CPU build or use_gpu 0. Returns the length.
+ */
+WSHIM_API int32_t wshim_device(int use_gpu, int gpu_device, char * buf, int32_t cap) {
+    ggml_backend_dev_t dev = NULL;
+    if (use_gpu != 0) {
+        int cnt = 0;
+        int want = gpu_device >= 0 ? gpu_device : 0;
+        for (size_t i = 0; i < ggml_backend_dev_count() && !dev; i++) {
+            ggml_backend_dev_t d = ggml_backend_dev_get(i);
+            enum ggml_backend_dev_type t = ggml_backend_dev_type(d);
+            if (t != GGML_BACKEND_DEVICE_TYPE_GPU && t != GGML_BACKEND_DEVICE_TYPE_IGPU) continue;
+            if (cnt++ == want) dev = d;
+        }
+    }
+    int n = dev ? snprintf(buf, (size_t) cap, "%s (%s)", ggml_backend_dev_name(dev), ggml_backend_dev_description(dev))
+                : snprintf(buf, (size_t) cap, "CPU");
+    return n;
+}
+
+/** A transcription's own state; `bytes` receives [its KV caches' and compute buffers' size, the part on a GPU]. */
 WSHIM_API struct whisper_state * wshim_init_state(struct whisper_context * ctx, double * bytes) {
     capture_begin();
     struct whisper_state * state = whisper_init_state(ctx);
-    capture_end(bytes);
+    bytes[0] = capture_end(NULL);
+    bytes[1] = t_captured_device;
     return state;
 }
 

@@ -39,6 +39,7 @@ export interface Config {
   gpuMemoryBudgetBytes: number;
   gpuLayers: number;
   llamaVariant: "auto" | "cpu" | "vulkan" | "cuda" | "metal";
+  whisperVariant: "auto" | "cpu" | "vulkan" | "cuda" | "metal";
   dataDir: string;
   storeUrl: string;
   storeTtlSeconds: number;
@@ -208,6 +209,17 @@ export const OPTIONS: Option[] = [
     help:
       "Layers of each GGUF model llama.cpp puts on the GPU (-1 = all that fit in the GPU's free memory, 0 = " +
       "none); a manifest entry's options.gpu_layers overrides it, and device: cpu keeps a model off the GPU.",
+  },
+  {
+    key: "whisperVariant",
+    flag: "whisper-variant",
+    env: "OAI_WHISPER_VARIANT",
+    kind: "enum",
+    choices: ["auto", "cpu", "vulkan", "cuda", "metal"],
+    default: "auto",
+    help: "Which build of whisper.cpp to load: auto (the GPU API chosen for llama.cpp on this host, when " +
+      "whisper.cpp was built for it with `native/build.ts --gpu`, else the CPU build), or one by name; " +
+      "--whisper-lib names a folder instead.",
   },
   {
     key: "llamaVariant",

@@ -4,6 +4,7 @@
 import type { Config } from "./config.ts";
 import type { Loaders } from "./engines/registry.ts";
 import { whisperLoader } from "./engines/whisper/mod.ts";
+import { whisperLibFor } from "./engines/whisper/ffi.ts";
 import { workerLoaders } from "./workers/host.ts";
 
 export function builtinLoaders(config: Config): Loaders {
@@ -13,7 +14,7 @@ export function builtinLoaders(config: Config): Loaders {
     "llama.cpp": workerLoaders({ debug: config.logLevel === "debug" }),
     "whisper.cpp": {
       transcription: whisperLoader({
-        lib: config.whisperLib || undefined,
+        lib: config.whisperLib || whisperLibFor(config.whisperVariant),
         concurrency: config.transcriptionConcurrency,
       }),
     },

@@ -141,7 +141,9 @@ export class Metrics {
       registers: [this.#reg],
       collect() {
         this.reset();
-        for (const m of registry.memory()) if (m.placement) this.set({ model: m.model }, m.placement.layers);
+        for (const m of registry.memory()) {
+          if (m.placement?.layers) this.set({ model: m.model }, m.placement.layers);
+        }
       },
     });
     void queue;

@@ -49,7 +49,9 @@ function anthropicList(req: Request, ctx: ApiContext): Response {
 /** Where a loaded model runs, as extension fields clients ignore (absent until it is loaded). */
 function placementFields(p: Placement | undefined) {
   if (!p) return {};
-  return { device: p.device, gpu_layers: p.gpuLayers, layers: p.layers, gpu_memory_bytes: p.gpuBytes };
+  // Layers are llama.cpp's notion; whisper.cpp runs a model whole on its device.
+  const layers = p.layers ? { gpu_layers: p.gpuLayers, layers: p.layers } : {};
+  return { device: p.device, ...layers, gpu_memory_bytes: p.gpuBytes };
 }
 
 function modelObject(registry: Registry, entry: ModelEntry, id = entry.id) {

@@ -4,12 +4,15 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../helpers.ts";
 
 export const VULKAN_SHIM = join(REPO_ROOT, "native/build/llama/lib-vulkan/libllama_shim.so");
+export const WHISPER_VULKAN_SHIM = join(REPO_ROOT, "native/build/lib-vulkan/libwhisper_shim.so");
 export const VULKAN_ICD = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
 
 /** Why the Vulkan tests cannot run here (null: they can); on CI (CI=true) that is an error, not a skip. */
-export function vulkanMissing(what: string): string | null {
+export function vulkanMissing(what: string, whisper = false): string | null {
   const needs: [string, string][] = [
-    [VULKAN_SHIM, "deno run -A native/llama.ts --variant vulkan"],
+    whisper
+      ? [WHISPER_VULKAN_SHIM, "deno run -A native/build.ts --gpu vulkan"]
+      : [VULKAN_SHIM, "deno run -A native/llama.ts --variant vulkan"],
     [VULKAN_ICD, "Debian's mesa-vulkan-drivers"],
   ];
   for (const [file, how] of needs) {

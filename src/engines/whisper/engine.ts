@@ -12,7 +12,7 @@ import type {
   TranscriptionEngine,
   TranscriptSegment,
 } from "../types.ts";
-import { TRANSCRIPTION_SAMPLE_RATE as RATE } from "../types.ts";
+import { type Placement, TRANSCRIPTION_SAMPLE_RATE as RATE } from "../types.ts";
 import { cstr, OPTIONS_SIZE, readCstr, type WhisperLib } from "./ffi.ts";
 import { Pool } from "./pool.ts";
 import { joinSpeech, type Piece, toOriginal } from "./vad_map.ts";
@@ -29,6 +29,10 @@ export interface WhisperEngineOptions {
   threads: number;
   /** What whisper.cpp allocated for the weights (wshim_init reports it). */
   weightsBytes?: number;
+  /** The part of weightsBytes in GPU memory. */
+  weightsGpuBytes?: number;
+  /** Where it computes: "CPU", or the GPU ("Vulkan0 (llvmpipe ...)"); its states live there too. */
+  device?: string;
   /** Transcriptions at once (whisper states). */
   concurrency: number;
   /** Beam search width; 0 or 1 decodes greedily (the default, as fast as whisper.cpp gets). */
@@ -53,6 +57,8 @@ export class WhisperEngine implements TranscriptionEngine {
   #disposed = false;
   /** Bytes of the pool's states and their VAD contexts. */
   #slotBytes = 0;
+  /** The VAD contexts' part of #slotBytes (they run on the CPU). */
+  #vadBytes = 0;
 
   constructor(
     readonly entry: ModelEntry,
@@ -65,9 +71,10 @@ export class WhisperEngine implements TranscriptionEngine {
     this.languages = languagesOf(lib, ctx, this.multilingual);
     this.#eot = w.whisper_token_eot(ctx);
     const type = readCstr(w.whisper_model_type_readable(ctx));
-    this.backend = `whisper.cpp ${type}${this.multilingual ? "" : ".en"}, ${options.threads} threads`;
+    const where = options.device && options.device !== "CPU" ? `, ${options.device}` : "";
+    this.backend = `whisper.cpp ${type}${this.multilingual ? "" : ".en"}${where}, ${options.threads} threads`;
     this.#pool = new Pool<Slot>(options.concurrency, async () => {
-      const bytes = new Float64Array(1);
+      const bytes = new Float64Array(2);
       const state = await lib.shim.wshim_init_state(ctx, bytes);
       if (!state) throw new Error("whisper_init_state failed (out of memory?)");
       const held = Math.round(bytes[0]);
@@ -120,15 +127,29 @@ export class WhisperEngine implements TranscriptionEngine {
     }
   }
 
-  /** The weights plus every state made so far (states are made on demand, up to `concurrency`, and kept). */
+  /**
+   * Host memory: the weights plus every state made so far (states are made on demand, up to `concurrency`, and
+   * kept), less what is on the GPU (placement()).
+   */
   memoryBytes(): number {
-    return (this.options.weightsBytes ?? 0) + this.#slotBytes;
+    return (this.options.weightsBytes ?? 0) + this.#slotBytes - this.#gpuBytes();
+  }
+
+  /** On a GPU, the states' KV caches and compute buffers are there too (whisper's log lines don't say where). */
+  #gpuBytes(): number {
+    if (!this.options.device || this.options.device === "CPU") return 0;
+    return (this.options.weightsGpuBytes ?? 0) + this.#slotBytes - this.#vadBytes;
+  }
+
+  placement(): Placement {
+    return { device: this.options.device ?? "CPU", gpuLayers: 0, layers: 0, gpuBytes: this.#gpuBytes() };
   }
 
   #freeVad(slot: Slot): void {
     if (!slot.vad) return;
     this.lib.whisper.whisper_vad_free(slot.vad.ctx);
     this.#slotBytes -= slot.vad.bytes;
+    this.#vadBytes -= slot.vad.bytes;
     slot.vad = undefined;
   }
 
@@ -152,6 +173,7 @@ export class WhisperEngine implements TranscriptionEngine {
       if (!ctx) throw new Error(`cannot load the VAD model ${model}`);
       slot.vad = { model, ctx, bytes: Math.round(bytes[0]) };
       this.#slotBytes += slot.vad.bytes;
+      this.#vadBytes += slot.vad.bytes;
     }
     let cap = 64;
     for (;;) {

@@ -11,6 +11,7 @@ const SHIM = {
   wshim_log_level: { parameters: ["i32"], result: "void" },
   wshim_init: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer", nonblocking: true },
   wshim_init_state: { parameters: ["pointer", "buffer"], result: "pointer", nonblocking: true },
+  wshim_device: { parameters: ["i32", "i32", "buffer", "i32"], result: "i32" },
   wshim_job_new: { parameters: [], result: "pointer" },
   wshim_job_free: { parameters: ["pointer"], result: "void" },
   wshim_job_abort: { parameters: ["pointer"], result: "void" },
@@ -168,4 +169,31 @@ export function readCstr(p: Deno.PointerValue): string {
   const big = new Uint8Array(n + 1);
   shim.wshim_copy_cstr(p, big, big.length);
   return decoder.decode(big.subarray(0, n));
+}
+
+export type WhisperVariant = "auto" | "cpu" | "vulkan" | "cuda" | "metal";
+const BUILD_DIR = fileURLToPath(new URL("../../../native/build/", import.meta.url));
+
+/**
+ * The folder of the whisper.cpp build the server should load: the named GPU build (native/build/lib-<gpu>/,
+ * `native/build.ts --gpu <gpu>`) or the CPU one (lib/); for "auto", the GPU API setup chose for llama.cpp on
+ * this host (native/build/llama/variant.json) when whisper.cpp was built for it too, else the CPU build
+ * (undefined: the loader's default).
+ */
+export function whisperLibFor(variant: WhisperVariant, buildDir = BUILD_DIR): string | undefined {
+  let v: string = variant;
+  if (v === "auto") {
+    try {
+      v = JSON.parse(Deno.readTextFileSync(join(buildDir, "llama", "variant.json"))).default;
+    } catch {
+      return undefined;
+    }
+    if (v === "cpu") return undefined;
+    try {
+      Deno.statSync(join(buildDir, `lib-${v}`, "libwhisper_shim.so"));
+    } catch {
+      return undefined;
+    }
+  }
+  return v === "cpu" ? join(buildDir, "lib") : join(buildDir, `lib-${v}`);
 }

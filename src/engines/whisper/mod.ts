@@ -115,12 +115,17 @@ export function whisperLoader(settings: WhisperSettings = {}): EngineLoader {
     const file = await modelFile(entry).catch((e) => fetchFromHub(entry, ctx, e));
     const lib = await openWhisper(settings.lib ?? ctx.whisperLib ?? Deno.env.get("OAI_WHISPER_LIB"));
     const useGpu = entry.device === "cpu" ? 0 : -1;
-    const weights = new Float64Array(1);
+    const weights = new Float64Array(2);
     const handle = await lib.shim.wshim_init(cstr(file), useGpu, -1, -1, weights);
     if (!handle) throw new Error(`whisper.cpp could not load ${file} (not a ggml whisper model?)`);
+    const name = new Uint8Array(512);
+    const n = lib.shim.wshim_device(useGpu, -1, name, name.length);
+    const device = new TextDecoder().decode(name.subarray(0, Math.min(n, name.length - 1)));
     const engine = new WhisperEngine(entry, lib, handle, {
       threads: settings.threads ?? ctx.threads,
       weightsBytes: Math.round(weights[0]),
+      weightsGpuBytes: Math.round(weights[1]),
+      device,
       concurrency: settings.concurrency ?? ctx.transcriptionConcurrency ??
         envInt("OAI_TRANSCRIPTION_CONCURRENCY") ?? 1,
       beamSize: optionInt(entry, "beam_size"),
