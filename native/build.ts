@@ -49,6 +49,38 @@ function cmakeDir(gpu: WhisperGpu): string {
   return join(BUILD_DIR, gpu === "cpu" ? "cmake" : `cmake-${gpu}`);
 }
 
+/**
+ * Vulkan headers new enough for this whisper.cpp's ggml-vulkan (it uses VK_EXT_layer_settings; Debian 12 ships
+ * 1.3.239): Debian 13's libvulkan-dev 1.4.309, pinned by sha256, unpacked into native/build/vulkan-headers/.
+ * Headers only; the program still links the system's libvulkan loader. A Vulkan SDK (VULKAN_SDK) is used
+ * instead where one is installed.
+ */
+const VULKAN_HEADERS_DEB = {
+  url: "http://deb.debian.org/debian/pool/main/v/vulkan-loader/libvulkan-dev_1.4.309.0-1_amd64.deb",
+  sha256: "8d329d465e16168afff58b1bd0dd6db46aac2cc3f56054a481b25a04e90b345a",
+};
+
+async function vulkanHeaders(): Promise<string[]> {
+  if (Deno.env.get("VULKAN_SDK") || Deno.build.os !== "linux") return [];
+  const dir = join(BUILD_DIR, "vulkan-headers");
+  const include = join(dir, "usr", "include");
+  if (!await exists(join(include, "vulkan", "vulkan.hpp"))) {
+    const url = Deno.env.get("OAI_VULKAN_HEADERS_DEB") ?? VULKAN_HEADERS_DEB.url;
+    console.log(`fetching Vulkan headers: ${url}`);
+    const res = await fetch(url);
+    if (!res.ok) throw new Error(`GET ${url}: ${res.status}`);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const hex = [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))]
+      .map((b) => b.toString(16).padStart(2, "0")).join("");
+    if (hex !== VULKAN_HEADERS_DEB.sha256) throw new Error(`sha256 mismatch for ${url}: ${hex}`);
+    const deb = join(BUILD_DIR, "libvulkan-dev.deb");
+    await Deno.writeFile(deb, bytes);
+    await run("dpkg-deb", ["-x", deb, dir]);
+    await Deno.remove(deb);
+  }
+  return [`-DVulkan_INCLUDE_DIR=${include}`];
+}
+
 /** What cmake needs to build ggml's backend for a GPU API, and what the shim must link for it. */
 export function gpuBuild(gpu: WhisperGpu): { cmake: string[]; link: string[] } {
   switch (gpu) {
@@ -184,6 +216,7 @@ async function cmakeBuild(src: string, opts: BuildOptions): Promise<string> {
     "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
     "-DCMAKE_INSTALL_RPATH=$ORIGIN:$ORIGIN/../lib",
     ...gpuBuild(opts.gpu).cmake,
+    ...(opts.gpu === "vulkan" ? await vulkanHeaders() : []),
     ...opts.cmakeArgs,
   ];
   await run("cmake", args);
