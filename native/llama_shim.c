@@ -45,6 +45,23 @@ static int g_initialized = 0;
 static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /**
+ * Every call that makes a GPU device work (a decode, reading or writing a sequence's KV cells, loading or freeing
+ * a model or context on it), one at a time per process, its queued work finished before the next. Each model
+ * decodes in its own worker thread, and ggml's GPU backends keep one device object per GPU for the whole process
+ * (ggml-vulkan guards its queue submissions and pipeline compiles itself; a whole graph of one model is not
+ * guarded against another's). A precaution, not a measured fix: three models decoding at once on the H100
+ * through Vulkan answered 90 of 90 requests with it; on Mesa's llvmpipe three or more contexts decoding at once
+ * crash inside libvulkan_lvp with or without it (two are fine), a driver limit the tests stay under. The cost
+ * is that models sharing a GPU never overlap their graphs. CPU-only models (`gpu` 0) never wait for it.
+ */
+static pthread_mutex_t g_gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+#define GPU_LOCK(gpu) do { if (gpu) pthread_mutex_lock(&g_gpu_lock); } while (0)
+#define GPU_UNLOCK(gpu) do { if (gpu) pthread_mutex_unlock(&g_gpu_lock); } while (0)
+/** Waits for the context's queued device work before the lock is let go (a decode without outputs returns
+ *  with its graph still running), so no two contexts' work is ever in flight on a device at once. */
+#define GPU_SYNC_UNLOCK(gpu, ctx) do { if (gpu) { llama_synchronize(ctx); pthread_mutex_unlock(&g_gpu_lock); } } while (0)
+
+/**
  * The log filter (GGML_LOG_LEVEL_*: 1 debug, 2 info, 3 warn, 4 error) and, once per process whichever thread
  * comes first, ggml's backends loaded from `backend_dir` (the per-CPU variants libggml-cpu-*.so, ggml picks the
  * best this CPU runs; and the GPU backend of a GPU build) and llama_backend_init. Every model's worker calls
@@ -65,9 +82,11 @@ LSHIM_API void lshim_init(const char * backend_dir, int log_level) {
 /**
  * The devices ggml found, one line each: "type\tname\tdescription\tfree bytes\ttotal bytes\n" (type: 0 CPU,
  * 1 GPU, 2 integrated GPU, 3 accelerator). Returns the bytes needed; the text is complete only when < cap.
+ * Under the GPU lock: asking a GPU for its free memory is device work too.
  */
 LSHIM_API int32_t lshim_devices(char * buf, int32_t cap) {
     int32_t at = 0;
+    pthread_mutex_lock(&g_gpu_lock);
     for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
         ggml_backend_dev_t d = ggml_backend_dev_get(i);
         size_t free_b = 0, total_b = 0;
@@ -80,6 +99,7 @@ LSHIM_API int32_t lshim_devices(char * buf, int32_t cap) {
         if (at + n < cap) memcpy(buf + at, line, (size_t) n);
         at += n;
     }
+    pthread_mutex_unlock(&g_gpu_lock);
     if (at < cap) buf[at] = 0;
     return at;
 }
@@ -104,6 +124,7 @@ LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_lay
     }
     p.load_mode = use_mmap ? p.load_mode : LLAMA_LOAD_MODE_NONE;
     pthread_mutex_lock(&g_load_lock);
+    GPU_LOCK(!cpu_only);
     // "offloaded N/M layers" is an INFO line: let it through the callback while loading (printing stays filtered).
     capture_begin();
     struct llama_model * model = llama_model_load_from_file(path, p);
@@ -111,6 +132,7 @@ LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_lay
     out[1] = t_captured_device;
     out[2] = t_offloaded;
     out[3] = t_layers;
+    GPU_UNLOCK(!cpu_only);
     pthread_mutex_unlock(&g_load_lock);
     return model;
 }
@@ -150,10 +172,12 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
     // A CPU-only model must not send large batches' matrix products to a GPU either.
     if (cpu_only) p.op_offload = false;
     pthread_mutex_lock(&g_load_lock);
+    GPU_LOCK(!cpu_only);
     capture_begin();
     struct llama_context * ctx = llama_init_from_model(model, p);
     bytes[0] = capture_end(NULL);
     bytes[1] = t_captured_device;
+    GPU_UNLOCK(!cpu_only);
     pthread_mutex_unlock(&g_load_lock);
     // A thread pool of the context's own, as llama-bench and llama-cli attach: without one ggml starts and
     // joins its worker threads for every graph, so for every generated token (measured on the SmolLM2-135M-shaped
@@ -176,8 +200,10 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
 }
 
 /** Frees a context, then its thread pool (which the context uses until then). */
-LSHIM_API void lshim_context_free(struct llama_context * ctx, uint64_t threadpool) {
+LSHIM_API void lshim_context_free(struct llama_context * ctx, uint64_t threadpool, int gpu) {
+    GPU_LOCK(gpu);
     llama_free(ctx);
+    GPU_UNLOCK(gpu);
     threadpool_free_fn tp_free = (threadpool_free_fn) cpu_proc("ggml_threadpool_free");
     if (threadpool && tp_free) tp_free((struct ggml_threadpool *) (uintptr_t) threadpool);
 }
@@ -238,7 +264,7 @@ LSHIM_API int32_t lshim_tokenize(const struct llama_model * model, const char * 
  */
 LSHIM_API int32_t lshim_decode(struct llama_context * ctx, const int32_t * tokens, const int32_t * pos,
                                const int32_t * seq, const int32_t * output, int32_t n, float * logits_out,
-                               int32_t n_vocab) {
+                               int32_t n_vocab, int gpu) {
     struct llama_batch b = llama_batch_init(n, 0, 1);
     if (!b.token) return -100;
     for (int32_t i = 0; i < n; i++) {
@@ -249,6 +275,7 @@ LSHIM_API int32_t lshim_decode(struct llama_context * ctx, const int32_t * token
         b.logits[i] = output[i] > 0;
     }
     b.n_tokens = n;
+    GPU_LOCK(gpu);
     int32_t rc = llama_decode(ctx, b);
     if (rc == 0 && logits_out) {
         for (int32_t i = 0; i < n; i++) {
@@ -261,6 +288,7 @@ LSHIM_API int32_t lshim_decode(struct llama_context * ctx, const int32_t * token
             memcpy(logits_out + (size_t) (output[i] - 1) * (size_t) n_vocab, l, sizeof(float) * (size_t) n_vocab);
         }
     }
+    GPU_SYNC_UNLOCK(gpu, ctx);
     llama_batch_free(b);
     return rc;
 }
@@ -271,7 +299,7 @@ LSHIM_API int32_t lshim_decode(struct llama_context * ctx, const int32_t * token
  * contexts keep nothing between calls. Returns 0, or the failing llama_decode / llama_encode status.
  */
 LSHIM_API int32_t lshim_embed(struct llama_context * ctx, const int32_t * tokens, const int32_t * lens,
-                              int32_t n_seqs, float * out, int32_t n_embd) {
+                              int32_t n_seqs, float * out, int32_t n_embd, int gpu) {
     int32_t n = 0;
     for (int32_t s = 0; s < n_seqs; s++) n += lens[s];
     struct llama_batch b = llama_batch_init(n, 0, 1);
@@ -287,6 +315,7 @@ LSHIM_API int32_t lshim_embed(struct llama_context * ctx, const int32_t * tokens
         }
     }
     b.n_tokens = n;
+    GPU_LOCK(gpu);
     llama_memory_clear(llama_get_memory(ctx), true);
     const struct llama_model * model = llama_get_model(ctx);
     // Encoder-only models (BERT) run llama_encode; decoder models used for embeddings run llama_decode.
@@ -301,16 +330,45 @@ LSHIM_API int32_t lshim_embed(struct llama_context * ctx, const int32_t * tokens
         memcpy(out + (size_t) s * (size_t) n_embd, e, sizeof(float) * (size_t) n_embd);
     }
     llama_memory_clear(llama_get_memory(ctx), true);
+    GPU_SYNC_UNLOCK(gpu, ctx);
     llama_batch_free(b);
     return rc;
 }
 
-LSHIM_API void lshim_seq_rm(struct llama_context * ctx, int32_t seq, int32_t p0, int32_t p1) {
+LSHIM_API void lshim_seq_rm(struct llama_context * ctx, int32_t seq, int32_t p0, int32_t p1, int gpu) {
+    GPU_LOCK(gpu);
     llama_memory_seq_rm(llama_get_memory(ctx), seq, p0, p1);
+    GPU_UNLOCK(gpu);
 }
 
-LSHIM_API void lshim_seq_cp(struct llama_context * ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+LSHIM_API void lshim_seq_cp(struct llama_context * ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1, int gpu) {
+    GPU_LOCK(gpu);
     llama_memory_seq_cp(llama_get_memory(ctx), src, dst, p0, p1);
+    GPU_UNLOCK(gpu);
+}
+
+/** A sequence's KV cells (llama_state_seq_get_data) into `buf` of `size`; returns the bytes written. */
+LSHIM_API uint64_t lshim_state_get(struct llama_context * ctx, int32_t seq, uint8_t * buf, uint64_t size, int gpu) {
+    GPU_LOCK(gpu);
+    size_t n = llama_state_seq_get_data(ctx, buf, (size_t) size, seq);
+    GPU_UNLOCK(gpu);
+    return n;
+}
+
+/** Restores cells saved by lshim_state_get into sequence `seq`; returns the bytes read (0 on failure). */
+LSHIM_API uint64_t lshim_state_set(struct llama_context * ctx, int32_t seq, const uint8_t * buf, uint64_t size,
+                                   int gpu) {
+    GPU_LOCK(gpu);
+    size_t n = llama_state_seq_set_data(ctx, buf, (size_t) size, seq);
+    GPU_SYNC_UNLOCK(gpu, ctx);
+    return n;
+}
+
+/** Frees a model (its GPU buffers too). */
+LSHIM_API void lshim_model_free(struct llama_model * model, int gpu) {
+    GPU_LOCK(gpu);
+    llama_model_free(model);
+    GPU_UNLOCK(gpu);
 }
 
 /** A C string the library owns, copied into the caller's buffer (Deno's pointer views need unscoped FFI). */
@@ -347,6 +405,8 @@ LSHIM_API int32_t lshim_bench(struct llama_context * ctx, int32_t n_prompt, int3
         b.logits[i] = i == n_prompt - 1;
     }
     b.n_tokens = n_prompt;
+    // The baseline holds the GPU lock throughout, like a decode does per call.
+    pthread_mutex_lock(&g_gpu_lock);
     int64_t t0 = now_ns();
     int32_t rc = llama_decode(ctx, b);
     out_ns[0] = now_ns() - t0;
@@ -364,6 +424,7 @@ LSHIM_API int32_t lshim_bench(struct llama_context * ctx, int32_t n_prompt, int3
         rc = llama_decode(ctx, b);
     }
     out_ns[1] = now_ns() - t0;
+    pthread_mutex_unlock(&g_gpu_lock);
     llama_memory_clear(llama_get_memory(ctx), true);
     llama_batch_free(b);
     return rc;

@@ -13,27 +13,27 @@ const SYMBOLS = {
     parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
     result: "pointer",
   },
-  lshim_context_free: { parameters: ["pointer", "u64"], result: "void" },
+  lshim_context_free: { parameters: ["pointer", "u64", "i32"], result: "void" },
+  lshim_model_free: { parameters: ["pointer", "i32"], result: "void" },
+  lshim_state_get: { parameters: ["pointer", "i32", "buffer", "u64", "i32"], result: "u64" },
+  lshim_state_set: { parameters: ["pointer", "i32", "buffer", "u64", "i32"], result: "u64" },
   lshim_model_info: { parameters: ["pointer", "buffer"], result: "void" },
   lshim_token_flags: { parameters: ["pointer", "buffer", "i32"], result: "void" },
   lshim_token_pieces: { parameters: ["pointer", "i32", "buffer", "i64", "buffer", "i32"], result: "i64" },
   lshim_tokenize: { parameters: ["pointer", "buffer", "i32", "buffer", "i32", "i32", "i32"], result: "i32" },
   lshim_decode: {
-    parameters: ["pointer", "buffer", "buffer", "buffer", "buffer", "i32", "buffer", "i32"],
+    parameters: ["pointer", "buffer", "buffer", "buffer", "buffer", "i32", "buffer", "i32", "i32"],
     result: "i32",
   },
-  lshim_embed: { parameters: ["pointer", "buffer", "buffer", "i32", "buffer", "i32"], result: "i32" },
-  lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32"], result: "void" },
-  lshim_seq_cp: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "void" },
+  lshim_embed: { parameters: ["pointer", "buffer", "buffer", "i32", "buffer", "i32", "i32"], result: "i32" },
+  lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "void" },
+  lshim_seq_cp: { parameters: ["pointer", "i32", "i32", "i32", "i32", "i32"], result: "void" },
   lshim_chat_template: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
   lshim_bench: { parameters: ["pointer", "i32", "i32", "buffer"], result: "i32" },
   llama_model_meta_val_str: { parameters: ["pointer", "buffer", "buffer", "usize"], result: "i32" },
   llama_pooling_type: { parameters: ["pointer"], result: "i32" },
   llama_state_seq_get_size: { parameters: ["pointer", "i32"], result: "usize" },
-  llama_state_seq_get_data: { parameters: ["pointer", "buffer", "usize", "i32"], result: "usize" },
-  llama_state_seq_set_data: { parameters: ["pointer", "buffer", "usize", "i32"], result: "usize" },
   llama_free: { parameters: ["pointer"], result: "void" },
-  llama_model_free: { parameters: ["pointer"], result: "void" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 type Symbols = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
@@ -152,6 +152,8 @@ export class LlamaModel {
   readonly deviceBytes: number;
   /** Layers offloaded to the GPU, when llama.cpp said (a build with no GPU backend says nothing). */
   readonly offload: Offload | undefined;
+  /** Whether the model has a GPU device: its calls take the process's GPU lock (native/llama_shim.c). */
+  readonly gpu: boolean;
   #ptr: Deno.PointerValue;
 
   /**
@@ -160,6 +162,7 @@ export class LlamaModel {
    */
   constructor(readonly sym: Symbols, path: string, opts: { gpuLayers: number; cpuOnly: boolean }) {
     const out = new Float64Array(4);
+    this.gpu = !opts.cpuOnly;
     this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, 1, opts.cpuOnly ? 1 : 0, out);
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not load the GGUF file");
     this.bytes = Math.round(out[0]);
@@ -248,7 +251,7 @@ export class LlamaModel {
   }
 
   free(): void {
-    if (this.#ptr) this.sym.llama_model_free(this.#ptr);
+    if (this.#ptr) this.sym.lshim_model_free(this.#ptr, this.gpu ? 1 : 0);
     this.#ptr = null;
   }
 }
@@ -275,8 +278,11 @@ export class LlamaContext {
   readonly bytes: number;
   /** The part of `bytes` in GPU memory. */
   readonly deviceBytes: number;
+  /** 1 when this context computes on a GPU (its calls take the process's GPU lock), else 0. */
+  readonly #gpu: number;
 
   constructor(readonly model: LlamaModel, readonly opts: ContextOptions) {
+    this.#gpu = opts.cpuOnly ? 0 : 1;
     const s = model.sym;
     const bytes = new Float64Array(2);
     const threadpool = new BigUint64Array(1);
@@ -319,6 +325,7 @@ export class LlamaContext {
       tokens.length,
       logits,
       this.model.info.nVocab,
+      this.#gpu,
     );
   }
 
@@ -327,7 +334,7 @@ export class LlamaContext {
     const lens = Int32Array.from(inputs.map((r) => r.length));
     const tokens = Int32Array.from(inputs.flat());
     const out = new Float32Array(inputs.length * dims);
-    const rc = this.model.sym.lshim_embed(this.#ptr, tokens, lens, inputs.length, out, dims);
+    const rc = this.model.sym.lshim_embed(this.#ptr, tokens, lens, inputs.length, out, dims, this.#gpu);
     if (rc !== 0) return rc;
     return inputs.map((_, i) => out.slice(i * dims, (i + 1) * dims));
   }
@@ -345,7 +352,7 @@ export class LlamaContext {
 
   /** Drops positions [p0, p1) of a sequence (-1: open end). */
   seqRm(seq: number, p0: number, p1: number): void {
-    this.model.sym.lshim_seq_rm(this.#ptr, seq, p0, p1);
+    this.model.sym.lshim_seq_rm(this.#ptr, seq, p0, p1, this.#gpu);
   }
 
   /** A copy of one sequence's KV cells (llama_state_seq_get_data), to restore later with `restoreSeq`. */
@@ -353,23 +360,23 @@ export class LlamaContext {
     const s = this.model.sym;
     const size = Number(s.llama_state_seq_get_size(this.#ptr, seq));
     const data = new Uint8Array(size);
-    const wrote = Number(s.llama_state_seq_get_data(this.#ptr, data, BigInt(size), seq));
+    const wrote = Number(s.lshim_state_get(this.#ptr, seq, data, BigInt(size), this.#gpu));
     if (wrote !== size) throw new Error(`llama_state_seq_get_data wrote ${wrote} of ${size} bytes`);
     return data;
   }
 
   /** Puts saved cells back as sequence `seq` (which must be empty); false when the cache has no room. */
   restoreSeq(seq: number, data: Uint8Array): boolean {
-    return Number(this.model.sym.llama_state_seq_set_data(this.#ptr, data, BigInt(data.length), seq)) > 0;
+    return Number(this.model.sym.lshim_state_set(this.#ptr, seq, data, BigInt(data.length), this.#gpu)) > 0;
   }
 
   /** Shares positions [p0, p1) of `src` with `dst` (no copy in a unified cache). */
   seqCp(src: number, dst: number, p0: number, p1: number): void {
-    this.model.sym.lshim_seq_cp(this.#ptr, src, dst, p0, p1);
+    this.model.sym.lshim_seq_cp(this.#ptr, src, dst, p0, p1, this.#gpu);
   }
 
   free(): void {
-    if (this.#ptr) this.model.sym.lshim_context_free(this.#ptr, this.#threadpool);
+    if (this.#ptr) this.model.sym.lshim_context_free(this.#ptr, this.#threadpool, this.#gpu);
     this.#ptr = null;
   }
 }
