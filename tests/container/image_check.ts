@@ -1,13 +1,14 @@
 // Checks a running container of the server's image (started by .ci/image.sh with the generated models mounted
 // as its models volume): /health, a chat through the official `openai` client, an embedding and a
 // transcription, each with the exact answer the generated models give, and that the server runs as the
-// image's non-root user. Usage: deno run -A tests/container/image_check.ts <base url> <container uid>
+// image's non-root user; for the Vulkan image, that the GGUF model runs on the Vulkan device (Mesa's llvmpipe in
+// CI). Usage: deno run -A tests/container/image_check.ts <base url> <container uid> [vulkan]
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { REPO_ROOT } from "../helpers.ts";
 
-const [url, uid] = Deno.args;
+const [url, uid, variant] = Deno.args;
 if (!url || !uid) throw new Error("usage: image_check.ts <base url> <uid the server runs as>");
 const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "sk-test", maxRetries: 0, timeout: 300_000 });
 
@@ -47,5 +48,10 @@ const tr2 = await client.audio.transcriptions.create({
 });
 assert.equal(tr2.text, tr.text);
 
+const models = await (await fetch(`${url}/v1/models`)).json() as { data: { id: string; device?: string }[] };
+const device = models.data.find((m) => m.id === "chat-gguf")?.device ?? "";
+if (variant === "vulkan") assert.match(device, /^Vulkan0 \(llvmpipe/, `the GGUF model runs on ${device}`);
+else assert.equal(device, "CPU");
+
 assert.notEqual(uid, "0", "the server must not run as root");
-console.log(`image check passed: chat, GGUF chat, embeddings, transcription ("${tr.text}") as uid ${uid}`);
+console.log(`image check passed: chat, GGUF chat on ${device}, embeddings, transcription as uid ${uid}`);
