@@ -5,7 +5,7 @@
 // sequences, usage. Then what only this backend does: the prompt cache (exact cached_tokens, same reply as
 // uncached), 8 concurrent streams decoded together, a corrupt GGUF failing alone, and chat (GGUF), embeddings
 // and transcription (whisper.cpp, its own ggml) in one process.
-import { WEATHER_TOOL } from "../support/tools.ts";
+import { CHAT_FEATURES, HI } from "../support/chat_features.ts";
 import { assertStreamsTogether } from "../support/concurrent_streams.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -14,14 +14,6 @@ import { GENERATED_MODELS, MODELS_DIR, REPO_ROOT, startTestServer, type TestServ
 import type { ManifestJson } from "../../src/engines/manifest.ts";
 
 const HELLO = "Hello from chat-tiny!";
-const HI = [{ role: "user" as const, content: "Hi there!" }];
-const WEATHER = [{ role: "user" as const, content: "What's the weather in Paris?" }];
-const SCHEMA = {
-  type: "object",
-  properties: { answer: { type: "string" }, n: { type: "integer" } },
-  required: ["answer", "n"],
-  additionalProperties: false,
-};
 
 async function withServer(
   extra: ManifestJson["models"],
@@ -58,22 +50,8 @@ function comparable(r: { choices: unknown[]; usage?: unknown }) {
 Deno.test("gguf chat: every feature answers exactly as the ONNX export of the same model", async (t) => {
   await withServer(GGUF, async (s) => {
     const bodies: Record<string, Record<string, unknown>> = {
-      "default reply": { messages: HI },
+      ...CHAT_FEATURES,
       "max_tokens": { messages: HI, max_tokens: 3 },
-      "stop sequence": { messages: HI, stop: ["from"] },
-      "logprobs": { messages: HI, logprobs: true, top_logprobs: 3 },
-      "n=2 with a seed": { messages: HI, n: 2, seed: 42, temperature: 1.5 },
-      "tools, auto": { messages: WEATHER, tools: [WEATHER_TOOL] },
-      "tools, forced": {
-        messages: HI,
-        tools: [WEATHER_TOOL],
-        tool_choice: { type: "function", function: { name: "get_weather" } },
-      },
-      "json_schema": {
-        messages: HI,
-        response_format: { type: "json_schema", json_schema: { name: "out", schema: SCHEMA, strict: true } },
-        max_tokens: 60,
-      },
       "system prompt and history": {
         messages: [
           { role: "system", content: "Be brief." },

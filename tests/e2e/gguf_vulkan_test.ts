@@ -7,10 +7,8 @@
 // own report (/v1/models, /metrics, the backend label in its log) must say where each model runs. Without the
 // Vulkan variant or a Vulkan driver it fails on CI (CI=true) and is skipped elsewhere, saying why.
 import assert from "node:assert/strict";
-import OpenAI from "openai";
-import { WEATHER_TOOL } from "../support/tools.ts";
-import { spawnServer } from "../helpers.ts";
-import { vulkanEnv, vulkanMissing } from "../support/vulkan.ts";
+import { CHAT_FEATURES, HI } from "../support/chat_features.ts";
+import { spawnOnVulkan, vulkanMissing } from "../support/vulkan.ts";
 
 const why = vulkanMissing("the Vulkan end-to-end test");
 
@@ -36,15 +34,6 @@ const Q8_MANIFEST = {
     "chat-q8-cpu": { task: "chat" as const, path: CHAT_Q8, device: "cpu" as const },
   },
 };
-const HI = [{ role: "user" as const, content: "Hi there!" }];
-const WEATHER = [{ role: "user" as const, content: "What's the weather in Paris?" }];
-const SCHEMA = {
-  type: "object",
-  properties: { answer: { type: "string" }, n: { type: "integer" } },
-  required: ["answer", "n"],
-  additionalProperties: false,
-};
-
 /** Everything but ids, timestamps and the model's name; logprobs pulled out to compare to float precision. */
 function comparable(r: unknown, logprobs: number[]): unknown {
   const text = JSON.stringify({
@@ -64,17 +53,10 @@ Deno.test({
   ignore: why !== null,
   sanitizeResources: false,
   fn: async (t) => {
-    const server = await spawnServer({
-      manifest: VULKAN_MANIFEST,
-      flags: ["--llama-variant=vulkan", "--parallel=4"],
-      env: vulkanEnv(),
-    });
-    const client = new OpenAI({
-      baseURL: `${server.url}/v1`,
-      apiKey: "sk-test",
-      maxRetries: 0,
-      timeout: 300_000,
-    });
+    const { server, client } = await spawnOnVulkan(VULKAN_MANIFEST, [
+      "--llama-variant=vulkan",
+      "--parallel=4",
+    ]);
     try {
       await t.step(
         "placement: Vulkan0 (llvmpipe) with every layer, or the CPU, as each entry asks",
@@ -119,24 +101,7 @@ Deno.test({
       );
 
       const bodies: Record<string, Record<string, unknown>> = {
-        "default reply": { messages: HI },
-        "stop sequence": { messages: HI, stop: ["from"] },
-        "logprobs": { messages: HI, logprobs: true, top_logprobs: 3 },
-        "n=2 with a seed": { messages: HI, n: 2, seed: 42, temperature: 1.5 },
-        "tools, auto": { messages: WEATHER, tools: [WEATHER_TOOL] },
-        "tools, forced": {
-          messages: HI,
-          tools: [WEATHER_TOOL],
-          tool_choice: { type: "function", function: { name: "get_weather" } },
-        },
-        "json_schema": {
-          messages: HI,
-          response_format: {
-            type: "json_schema",
-            json_schema: { name: "out", schema: SCHEMA, strict: true },
-          },
-          max_tokens: 60,
-        },
+        ...CHAT_FEATURES,
         "history, sampled": {
           messages: [
             { role: "system", content: "Be brief." },
@@ -158,9 +123,9 @@ Deno.test({
       const cases = [["chat-vk", "chat-cpu", 1e-3], ["chat-q8-vk", "chat-q8-cpu", 1e-2]] as const;
       for (const [gpu, cpu, tolerance] of cases) {
         const q8 = gpu === "chat-q8-vk"
-          ? await spawnServer({ manifest: Q8_MANIFEST, flags: ["--llama-variant=vulkan"], env: vulkanEnv() })
+          ? await spawnOnVulkan(Q8_MANIFEST, ["--llama-variant=vulkan"])
           : undefined;
-        const c = q8 ? new OpenAI({ baseURL: `${q8.url}/v1`, apiKey: "sk-test", maxRetries: 0 }) : client;
+        const c = q8?.client ?? client;
         try {
           for (const [name, body] of Object.entries(bodies)) {
             if (gpu === "chat-q8-vk" && name === "n=2 with a seed") continue;
@@ -174,7 +139,7 @@ Deno.test({
             });
           }
         } finally {
-          await q8?.stop();
+          await q8?.server.stop();
         }
       }
 

@@ -5,9 +5,9 @@
 // own report says where each runs. Fails on CI without the build or the driver, skipped elsewhere.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import OpenAI, { toFile } from "openai";
-import { REPO_ROOT, spawnServer } from "../helpers.ts";
-import { vulkanEnv, vulkanMissing } from "../support/vulkan.ts";
+import { toFile } from "openai";
+import { REPO_ROOT } from "../helpers.ts";
+import { spawnOnVulkan, vulkanMissing } from "../support/vulkan.ts";
 
 const why = vulkanMissing("the whisper.cpp Vulkan test", true);
 /** What the generated model writes for any audio of at least 2 s (tools/models/whisper_tiny.ts). */
@@ -19,22 +19,12 @@ Deno.test({
   ignore: why !== null,
   sanitizeResources: false,
   fn: async () => {
-    const server = await spawnServer({
-      manifest: {
-        models: {
-          "whisper-vk": { task: "transcription", ...MODEL },
-          "whisper-cpu": { task: "transcription", ...MODEL, device: "cpu" },
-        },
+    const { server, client } = await spawnOnVulkan({
+      models: {
+        "whisper-vk": { task: "transcription", ...MODEL },
+        "whisper-cpu": { task: "transcription", ...MODEL, device: "cpu" },
       },
-      flags: ["--whisper-variant=vulkan"],
-      env: vulkanEnv(),
-    });
-    const client = new OpenAI({
-      baseURL: `${server.url}/v1`,
-      apiKey: "sk-test",
-      maxRetries: 0,
-      timeout: 300_000,
-    });
+    }, ["--whisper-variant=vulkan"]);
     try {
       const wav = await Deno.readFile(join(REPO_ROOT, "tests/fixtures/audio/speech.wav"));
       const file = () => toFile(wav, "speech.wav", { type: "audio/wav" });

@@ -1,7 +1,9 @@
 // Owns what the Vulkan tests share: whether llama.cpp's Vulkan variant and Mesa's software Vulkan device
 // (llvmpipe) are there, and the environment a server needs to use that device.
 import { join } from "node:path";
-import { REPO_ROOT } from "../helpers.ts";
+import OpenAI from "openai";
+import type { ManifestJson } from "../../src/engines/manifest.ts";
+import { REPO_ROOT, type SpawnedServer, spawnServer } from "../helpers.ts";
 
 export const VULKAN_SHIM = join(REPO_ROOT, "native/build/llama/lib-vulkan/libllama_shim.so");
 export const WHISPER_VULKAN_SHIM = join(REPO_ROOT, "native/build/lib-vulkan/libwhisper_shim.so");
@@ -30,4 +32,19 @@ export function vulkanMissing(what: string, whisper = false): string | null {
 /** ggml-vulkan takes a CPU-type device (llvmpipe) only when told to; the loader wants a runtime dir. */
 export function vulkanEnv(): Record<string, string> {
   return { GGML_VK_VISIBLE_DEVICES: "0", XDG_RUNTIME_DIR: Deno.makeTempDirSync({ prefix: "oai-xdg-" }) };
+}
+
+/** The real server in its own process with `manifest`, able to use llvmpipe, and an `openai` client for it. */
+export async function spawnOnVulkan(
+  manifest: ManifestJson,
+  flags: string[],
+): Promise<{ server: SpawnedServer; client: OpenAI }> {
+  const server = await spawnServer({ manifest, flags, env: vulkanEnv() });
+  const client = new OpenAI({
+    baseURL: `${server.url}/v1`,
+    apiKey: "sk-test",
+    maxRetries: 0,
+    timeout: 300_000,
+  });
+  return { server, client };
 }
