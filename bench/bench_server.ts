@@ -66,7 +66,7 @@ let symbols: ReturnType<typeof openLlama> | undefined;
 /** libllama's own decode loop on a GGUF file (one context, one sequence), warmed up, in this process. */
 export function libllamaLoop(path: string, threads: number): LlamaContext {
   symbols ??= openLlama();
-  const model = new LlamaModel(symbols, path, { gpuLayers: 0 });
+  const model = new LlamaModel(symbols, path, { gpuLayers: 0, cpuOnly: true });
   const ctx = new LlamaContext(model, {
     nCtx: 2048,
     nBatch: 512,
@@ -74,6 +74,7 @@ export function libllamaLoop(path: string, threads: number): LlamaContext {
     threads,
     embeddings: false,
     pooling: -1,
+    cpuOnly: true,
   });
   ctx.benchDecode(32, 8);
   return ctx;

@@ -102,6 +102,13 @@ export function parseManifest(json: unknown, modelsDir: string, device: DevicePr
     if (spec.task === "transcription" ? engine !== "whisper.cpp" : engine === "whisper.cpp") {
       throw new ManifestError(`manifest: models.${id}.engine: ${engine} does not serve ${spec.task} models`);
     }
+    // Layers are llama.cpp's: anywhere else the option would be accepted and do nothing.
+    if (spec.options?.gpu_layers !== undefined && engine !== "llama.cpp") {
+      throw new ManifestError(
+        `manifest: models.${id}.options.gpu_layers: only llama.cpp (GGUF) models have layers to place; ` +
+          `${engine} runs a model whole on its device (device: cpu keeps it off the GPU)`,
+      );
+    }
     entries.set(id, {
       id,
       task: spec.task,

@@ -71,3 +71,11 @@ Deno.test("manifest: options.gpu_layers is an integer of at least -1", () => {
     assert.equal(parseManifest(json, "/models", "auto").entries.get("x")!.options.gpu_layers, good);
   }
 });
+
+Deno.test("manifest: options.gpu_layers is refused where there are no layers to place", () => {
+  const json = { models: { w: { task: "transcription", path: "w", options: { gpu_layers: 4 } } } };
+  assert.throws(
+    () => parseManifest(json, "/models", "auto"),
+    /models\.w\.options\.gpu_layers: only llama\.cpp/,
+  );
+});
