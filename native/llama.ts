@@ -128,6 +128,7 @@ async function buildShim(libDir: string): Promise<void> {
     ...(ggml ? [join(libDir, ggml)] : []),
     join(libDir, "libggml-base.so"),
     "-lpthread",
+    "-lm",
     "-Wl,-rpath,$ORIGIN",
   ];
   console.log(`$ ${cc} ${args.join(" ")}`);
@@ -139,7 +140,7 @@ async function setupVariant(v: Variant, opts: { ifMissing: boolean; force: boole
   const libDir = variantLibDir(LLAMA_DIR, v.id);
   const shim = join(libDir, libName("llama_shim"));
   const sources = await Promise.all(
-    ["llama_shim.c", "buffer_sizes.h"].map((f) =>
+    ["llama_shim.c", "buffer_sizes.h", "sampling.h"].map((f) =>
       Deno.stat(join(NATIVE_DIR, f)).then((s) => s.mtime?.getTime() ?? 0)
     ),
   );

@@ -15,6 +15,7 @@
 
 #include "llama.h"
 #include "buffer_sizes.h"
+#include "sampling.h"
 
 #if defined(_WIN32)
 #define LSHIM_API __declspec(dllexport)
@@ -148,8 +149,10 @@ static void * cpu_proc(const char * name) {
 }
 
 /**
- * A context over the model. `n_seq_max` sequences share one unified KV cache of `n_ctx` cells (so a sequence
- * may use the whole context, and copying a cached prefix to another sequence costs no memory). `pooling` < 0
+ * A context over the model. With `unified`, `n_seq_max` sequences share one KV cache of `n_ctx` cells (a
+ * sequence may use all of them, and copying a prefix to another sequence costs no memory, but every token's
+ * attention spans the cells of all sequences); without, each sequence has a KV stream of its own of
+ * n_ctx / n_seq_max cells (llama-server's default: sequences decoded together don't pay for each other). `pooling` < 0
  * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models). `bytes` receives the
  * [size of the buffers the context allocated (KV cache, compute and output buffers), the part in GPU memory];
  * `threadpool_out` the
@@ -157,7 +160,7 @@ static void * cpu_proc(const char * name) {
  */
 LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_seq_max,
                                                int n_threads, int embeddings, int pooling, int cpu_only,
-                                               double * bytes, uint64_t * threadpool_out) {
+                                               int unified, double * bytes, uint64_t * threadpool_out) {
     struct llama_context_params p = llama_context_default_params();
     p.n_ctx = (uint32_t) n_ctx;
     p.n_batch = (uint32_t) n_batch;
@@ -165,7 +168,7 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
     p.n_seq_max = (uint32_t) n_seq_max;
     p.n_threads = n_threads;
     p.n_threads_batch = n_threads;
-    p.kv_unified = true;
+    p.kv_unified = unified != 0;
     p.embeddings = embeddings != 0;
     p.no_perf = true;
     if (pooling >= 0) p.pooling_type = (enum llama_pooling_type) pooling;
@@ -333,6 +336,12 @@ LSHIM_API int32_t lshim_embed(struct llama_context * ctx, const int32_t * tokens
     GPU_SYNC_UNLOCK(gpu, ctx);
     llama_batch_free(b);
     return rc;
+}
+
+/** One token drawn from a logits row (see sampling.h); `rng` is the request's Rng state, advanced in place. */
+LSHIM_API int32_t lshim_sample(const float * logits, int32_t n, double temperature, int32_t top_k, double top_p,
+                               uint32_t * rng) {
+    return smp_sample(logits, n, temperature, top_k, top_p, rng);
 }
 
 LSHIM_API void lshim_seq_rm(struct llama_context * ctx, int32_t seq, int32_t p0, int32_t p1, int gpu) {

@@ -283,7 +283,7 @@ class DecodeState {
   constructor(readonly backend: ChatBackend, vocab: number, logprobs: boolean) {
     this.work = new Float32Array(vocab);
     this.raw = logprobs ? new Float32Array(vocab) : null;
-    this.sampler = new Sampler(vocab);
+    this.sampler = new Sampler(vocab, backend.sampleKernel);
     this.counts = new TokenCounts(vocab);
   }
 

@@ -3,7 +3,7 @@
 // log-probabilities of the model's own distribution. Pure and allocation-free per token: scratch buffers are
 // sized once per vocabulary and reused.
 
-import type { ChatSampling } from "../engines/types.ts";
+import type { ChatSampling, SampleKernel } from "../engines/types.ts";
 
 /** Sampling knobs of one request, already validated (the job's, with the model's defaults filled in). */
 export type SamplingParams = ChatSampling;
@@ -13,10 +13,8 @@ export type SamplingParams = ChatSampling;
  * so choice i of a request with a seed draws the same numbers on every run.
  */
 export class Rng {
-  #a: number;
-  #b: number;
-  #c: number;
-  #d: number;
+  /** The four state words (a native SampleKernel draws from and advances them too). */
+  readonly state = new Uint32Array(4);
 
   constructor(seed: bigint | number, stream = 0) {
     let x = BigInt.asUintN(64, BigInt(seed) ^ (BigInt(stream) * 0x9e3779b97f4a7c15n));
@@ -29,20 +27,21 @@ export class Rng {
       z = z ^ (z >> 31n);
       words.push(Number(z & 0xffffffffn), Number(z >> 32n));
     }
-    [this.#a, this.#b, this.#c, this.#d] = words;
-    if ((this.#a | this.#b | this.#c | this.#d) === 0) this.#a = 1;
+    this.state.set(words);
+    if ((words[0] | words[1] | words[2] | words[3]) === 0) this.state[0] = 1;
   }
 
   /** Uniform in [0, 1). */
   next(): number {
-    const result = Math.imul(rotl(Math.imul(this.#b, 5), 7), 9) >>> 0;
-    const t = this.#b << 9;
-    this.#c ^= this.#a;
-    this.#d ^= this.#b;
-    this.#b ^= this.#c;
-    this.#a ^= this.#d;
-    this.#c ^= t;
-    this.#d = rotl(this.#d, 11);
+    const s = this.state;
+    const result = Math.imul(rotl(Math.imul(s[1], 5), 7), 9) >>> 0;
+    const t = s[1] << 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 11);
     return result / 4294967296;
   }
 }
@@ -110,13 +109,24 @@ export class Sampler {
   readonly #weights: Float32Array;
   readonly #order: Uint32Array;
 
-  constructor(vocabSize: number) {
+  /** `kernel`: the backend's native twin of sample() at temperature > 0 (same draws, several times faster). */
+  constructor(vocabSize: number, private readonly kernel?: SampleKernel) {
     this.#weights = new Float32Array(vocabSize);
     this.#order = new Uint32Array(vocabSize);
   }
 
   /** Picks the next token from (already biased/penalized/masked) logits. */
   sample(logits: Float32Array, p: SamplingParams, rng: Rng): number {
+    if (p.temperature === 0) return argmax(logits);
+    if (this.kernel) {
+      const token = this.kernel(logits, p.temperature, p.topK, p.topP, rng.state);
+      if (token >= 0) return token;
+    }
+    return this.sampleJs(logits, p, rng);
+  }
+
+  /** sample() in JavaScript (backends without a native kernel, and the kernel's reference in tests). */
+  sampleJs(logits: Float32Array, p: SamplingParams, rng: Rng): number {
     if (p.temperature === 0) return argmax(logits);
     const n = logits.length;
     const w = this.#weights.length === n ? this.#weights : new Float32Array(n);

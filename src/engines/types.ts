@@ -313,6 +313,19 @@ export interface RenderOptions {
 export type SequenceId = number;
 
 /**
+ * A native twin of the pipeline's sampler (src/chat/sampler.ts, temperature > 0): the token drawn from
+ * `logits` with top-k / top-p, advancing the Rng's four state words in `rng` by one draw exactly as the
+ * JavaScript one would. -1: it could not (the JavaScript path runs instead).
+ */
+export type SampleKernel = (
+  logits: Float32Array,
+  temperature: number,
+  topK: number,
+  topP: number,
+  rng: Uint32Array,
+) => number;
+
+/**
  * What the chat pipeline needs of a model, whatever runs it (transformers.js, llama.cpp): rendering and
  * tokenizing, token texts, and logits for sequences it holds. Logits returned belong to the caller until the
  * next call on that sequence (the pipeline may mask them in place).
@@ -375,6 +388,8 @@ export interface ChatBackend {
    * for that computation. Absent: steps compute off the thread and start as soon as a token is chosen.
    */
   readonly stepsBlock?: boolean;
+  /** Draws tokens natively (the sampler's hot loop), when the backend has a native library at hand. */
+  readonly sampleKernel?: SampleKernel;
   /** Bytes held now: weights plus KV caches (see Engine.memoryBytes). */
   memoryBytes?(): number;
   /** See Engine.placement. */

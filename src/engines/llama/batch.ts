@@ -1,9 +1,12 @@
 // Owns continuous batching for one llama.cpp context: every sequence that wants a token decoded (a decode step)
-// or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode: every waiting step
-// together, or prompts in arrival order (prompts first: a round of steps after at most `promptRounds` prompt
-// rounds, the model's --parallel). Streams therefore generate together, and a new request's prompt is read between their tokens
-// instead of after their generations. A round starts as a macrotask, after the sequences resolved by the
-// previous round have sampled and queued their next token (microtasks).
+// or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode holding every waiting
+// step and up to a batch of prompt tokens. Prompts are read as cohorts: the prompts of a burst (in arrival
+// order, up to PROMPT_COHORT tokens) share every round's prompt budget equally, so they finish together as they
+// would in one big batch (llama-server's n_batch), while running streams still get a token every round (the
+// budget is a batch, not the whole cohort). Rows go in by sequence id: with one KV stream per sequence, llama.cpp
+// splits a batch into micro-batches of consecutive sequence ids, so sorted rows make as few of them as possible.
+// A round starts as a macrotask, after the sequences resolved by the previous round have sampled and queued
+// their next token (microtasks), or at once when every open sequence has queued its work.
 import type { LlamaContext } from "./ffi.ts";
 
 interface Work {
@@ -20,15 +23,19 @@ interface Work {
 /** llama_decode's "no room in the KV cache" (the context holds only running sequences: too many tokens in flight). */
 export const NO_KV_ROOM = 1;
 
-/** Prompt tokens a round reads before it stops taking in further prompts (enough to keep the cores busy). */
-export const PROMPT_CHUNK = 64;
+/**
+ * Prompt tokens read as one cohort: waiting prompts join the cohort in arrival order while their tokens fit
+ * (the first always does). llama-server reads a burst in batches of 2048 (its n_batch) and every prompt of a
+ * batch gets its first token at the same time; a cohort does the same in rounds of at most a batch each.
+ */
+export const PROMPT_COHORT = 2048;
 
 export class DecodeBatcher {
   readonly #queue: Work[] = [];
   readonly #wake = new MessageChannel();
   #scheduled = false;
-  /** Prompt rounds since the last round of steps (steps may go first at the start). */
-  #promptRounds = Infinity;
+  /** The prompts being read together (see PROMPT_COHORT). */
+  #cohort: Work[] = [];
   #tokens: Int32Array;
   #pos: Int32Array;
   #seq: Int32Array;
@@ -42,16 +49,6 @@ export class DecodeBatcher {
     private readonly nVocab: number,
     /** Sequences open now: once that many have queued work, nobody else is coming and the round starts. */
     private readonly open: () => number = () => Infinity,
-    /**
-     * Prompt rounds that may run before a waiting round of steps goes (prompts waiting all the while): the
-     * model's --parallel, so a burst of as many requests as it serves together is read before the running
-     * streams' next tokens. A round of steps costs several ms per running stream (each step row attends over
-     * the whole unified KV cache); with one after every prompt round, 8 requests arriving together saw the
-     * last first token 3-6% past 8 idle prefills + 10% (SmolLM2-135M shape), with 4 about at it (0.99-1.03x),
-     * with 8 within it (0.95-0.97x, p50 4.6-4.7x idle). Running streams pause meanwhile, for at most this
-     * many prefills.
-     */
-    private readonly promptRounds = 1,
   ) {
     this.#tokens = new Int32Array(nBatch);
     this.#pos = new Int32Array(nBatch);
@@ -91,39 +88,57 @@ export class DecodeBatcher {
 
   #round(): void {
     if (this.#queue.length === 0) return;
-    // Steps (one token left) and prompts take turns while both wait: a round of every step after at most
-    // `promptRounds` rounds of prompts. Prompt rounds don't carry step rows, which cost several
-    // times their share inside a prompt-sized batch (attention tiles of a step row's sequence can't be
-    // skipped; measured on the bench model: +8 ms per step in a 193-token prompt round, against ~3.5 ms per
-    // step in a round of steps alone).
     const isStep = (w: Work) => w.tokens.length - w.done === 1;
     const steps = this.#queue.filter(isStep);
-    const stepTurn = steps.length > 0 &&
-      (steps.length === this.#queue.length || this.#promptRounds >= this.promptRounds);
-    this.#promptRounds = stepTurn ? 0 : this.#promptRounds + 1;
-    const order = stepTurn ? steps : this.#queue.filter((w) => !isStep(w));
+    const prompts = this.#queue.filter((w) => !isStep(w));
+    // The cohort: prompts that join in arrival order while its prompts' tokens fit PROMPT_COHORT (the first
+    // always does), read together until each of them is; requests of a burst arrive one by one, so they join
+    // a cohort already being read.
+    this.#cohort = this.#cohort.filter((w) => this.#queue.includes(w));
+    let held = this.#cohort.reduce((n, w) => n + w.tokens.length, 0);
+    for (const w of prompts) {
+      if (this.#cohort.includes(w)) continue;
+      if (this.#cohort.length && held + w.tokens.length > PROMPT_COHORT) break;
+      this.#cohort.push(w);
+      held += w.tokens.length;
+    }
+    // Every step takes part (a running stream never waits for a prompt), then the cohort shares the budget
+    // left equally (what a short prompt leaves goes to the longer ones), then later prompts in arrival order.
+    const take = new Map<Work, number>();
+    const stepRows = Math.min(steps.length, this.nBatch);
+    for (const w of steps.slice(0, stepRows)) take.set(w, 1);
+    let budget = this.nBatch - stepRows;
+    const left = (w: Work) => w.tokens.length - w.done - (take.get(w) ?? 0);
+    let open = this.#cohort.filter((w) => left(w) > 0);
+    while (budget > 0 && open.length) {
+      const share = Math.max(1, Math.floor(budget / open.length));
+      for (const w of open) {
+        const n = Math.min(share, left(w), budget);
+        take.set(w, (take.get(w) ?? 0) + n);
+        budget -= n;
+      }
+      open = open.filter((w) => left(w) > 0);
+    }
+    for (const w of prompts) {
+      if (budget === 0) break;
+      if (take.has(w)) continue;
+      const n = Math.min(left(w), budget);
+      take.set(w, n);
+      budget -= n;
+    }
+    const took = [...take.keys()].sort((a, b) => a.seq - b.seq);
     let n = 0;
-    let promptTokens = 0;
-    const took: Work[] = [];
     const finishing: Work[] = [];
     let rows = this.#logits.length / this.nVocab;
-    for (const w of order) {
-      if (n >= this.nBatch) break;
-      const left = w.tokens.length - w.done;
-      // Prompts are read one after another, not all at once: with k prompts in one round every one of them
-      // waits for all k, while in turn the i-th waits for i. A round still takes further prompts while it has
-      // fewer than PROMPT_CHUNK prompt tokens, so many short prompts share one decode.
-      if (left > 1 && promptTokens >= PROMPT_CHUNK) break;
-      const take = Math.min(left, this.nBatch - n);
-      if (left > 1) promptTokens += take;
-      took.push(w);
-      for (let i = 0; i < take; i++, n++) {
+    for (const w of took) {
+      const count = take.get(w)!;
+      for (let i = 0; i < count; i++, n++) {
         this.#tokens[n] = w.tokens[w.done + i];
         this.#pos[n] = w.pos + w.done + i;
         this.#seq[n] = w.seq;
         this.#out[n] = 0;
       }
-      w.done += take;
+      w.done += count;
       if (w.done === w.tokens.length) {
         this.#out[n - 1] = w.seq + 1;
         finishing.push(w);

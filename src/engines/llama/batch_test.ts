@@ -1,7 +1,8 @@
 // Unit tests of DecodeBatcher's rounds against a recording stand-in for the llama.cpp context: what goes into
-// each llama_decode (steps first, prompts one after another), which logits row each caller gets, and failures.
+// each llama_decode (every step, then a cohort of prompts sharing the rest; rows by sequence id), which logits
+// row each caller gets, and failures.
 import assert from "node:assert/strict";
-import { DecodeBatcher, NO_KV_ROOM, PROMPT_CHUNK } from "./batch.ts";
+import { DecodeBatcher, NO_KV_ROOM, PROMPT_COHORT } from "./batch.ts";
 import type { LlamaContext } from "./ffi.ts";
 
 const VOCAB = 4;
@@ -10,6 +11,8 @@ const VOCAB = 4;
 class RecordingContext {
   rounds: { seq: number[]; pos: number[] }[] = [];
   failNext = 0;
+  /** Runs after each recorded round. */
+  afterRound: () => void = () => {};
   decode(
     tokens: Int32Array,
     pos: Int32Array,
@@ -26,63 +29,84 @@ class RecordingContext {
     for (let i = 0; i < tokens.length; i++) {
       if (output[i] > 0) logits.set([seq[i], pos[i], this.rounds.length, 0], (output[i] - 1) * VOCAB);
     }
+    this.afterRound();
     return 0;
   }
 }
 
-function batcher(ctx: RecordingContext, open = Infinity, promptRounds = 1) {
-  return new DecodeBatcher(ctx as unknown as LlamaContext, 512, VOCAB, () => open, promptRounds);
+function batcher(ctx: RecordingContext, open = Infinity) {
+  return new DecodeBatcher(ctx as unknown as LlamaContext, 512, VOCAB, () => open);
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => 100 + i);
 
-Deno.test("steps and prompts take turns; prompts are read one after another in arrival order", async () => {
+/** Each round's sequences in batch order, with their row counts: "1x100 3x1". */
+const layout = (ctx: RecordingContext) =>
+  ctx.rounds.map((r) => {
+    const runs: string[] = [];
+    for (let i = 0; i < r.seq.length;) {
+      let j = i;
+      while (j < r.seq.length && r.seq[j] === r.seq[i]) j++;
+      runs.push(`${r.seq[i]}x${j - i}`);
+      i = j;
+    }
+    return runs.join(" ");
+  });
+
+Deno.test("steps and prompts that fit go in one round, rows ordered by sequence id", async () => {
   const ctx = new RecordingContext();
   const b = batcher(ctx);
   const results = await Promise.all([
-    b.submit(1, range(100), 0),
-    b.submit(2, range(120), 0),
-    b.submit(3, [7], 40),
     b.submit(4, [8], 50),
+    b.submit(1, range(100), 0),
+    b.submit(3, [7], 40),
+    b.submit(2, range(120), 0),
   ]);
-  // Round 1: both steps alone; round 2: sequence 1's whole prompt; round 3: sequence 2's.
-  assert.deepEqual(ctx.rounds.map((r) => [...new Set(r.seq)]), [[3, 4], [1], [2]]);
-  assert.deepEqual(ctx.rounds.map((r) => r.seq.length), [2, 100, 120]);
+  assert.deepEqual(layout(ctx), ["1x100 2x120 3x1 4x1"]);
   // Each caller gets the logits after its own last token.
-  assert.deepEqual([...results[0]], [1, 99, 2, 0]);
-  assert.deepEqual([...results[1]], [2, 119, 3, 0]);
+  assert.deepEqual([...results[0]], [4, 50, 1, 0]);
+  assert.deepEqual([...results[1]], [1, 99, 1, 0]);
   assert.deepEqual([...results[2]], [3, 40, 1, 0]);
-  assert.deepEqual([...results[3]], [4, 50, 1, 0]);
+  assert.deepEqual([...results[3]], [2, 119, 1, 0]);
 });
 
-Deno.test("a running stream gets a token after at most promptRounds prompt rounds", async () => {
-  for (
-    const [promptRounds, want] of [
-      [1, "s 1 s 2 s 3 s 4 s 5 s 6 s s"],
-      [4, "s 1 2 3 4 s 5 6 s s"],
-    ] as const
-  ) {
-    const ctx = new RecordingContext();
-    const b = batcher(ctx, Infinity, promptRounds);
-    // Sequence 9 generates: every step it gets back queues its next one at once, as the chat pipeline does.
-    let pos = 10;
-    const generate = async () => {
-      while (pos < 10 + want.split(" ").filter((k) => k === "s").length) await b.submit(9, [1], pos++);
-    };
-    await Promise.all([generate(), ...[1, 2, 3, 4, 5, 6].map((s) => b.submit(s, range(100), 0))]);
-    const kinds = ctx.rounds.map((r) => r.seq.every((s) => s === 9) ? "s" : `${r.seq[0]}`);
-    assert.equal(kinds.join(" "), want, `promptRounds ${promptRounds}`);
-  }
-});
-
-Deno.test("short prompts share a round until it has read PROMPT_CHUNK prompt tokens", async () => {
+Deno.test("a burst of prompts is read together: equal shares of each round, all finished in the same round", async () => {
   const ctx = new RecordingContext();
   const b = batcher(ctx);
-  const short = Math.floor(PROMPT_CHUNK / 3) + 1; // three of them pass the chunk
-  await Promise.all([1, 2, 3, 4, 5].map((s) => b.submit(s, range(short), 0)));
-  assert.equal(ctx.rounds.length, 2);
-  assert.deepEqual([...new Set(ctx.rounds[0].seq)], [1, 2, 3]);
-  assert.deepEqual([...new Set(ctx.rounds[1].seq)], [4, 5]);
+  const results = await Promise.all([1, 2, 3, 4].map((s) => b.submit(s, range(300 + s), 0)));
+  // 1210 tokens in rounds of 512: 128 each, 128 each, then what is left.
+  assert.deepEqual(layout(ctx), [
+    "1x128 2x128 3x128 4x128",
+    "1x128 2x128 3x128 4x128",
+    "1x45 2x46 3x47 4x48",
+  ]);
+  assert.deepEqual(results.map((r) => r[2]), [3, 3, 3, 3]);
+});
+
+Deno.test("a running stream gets a token in every round while prompts are read", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  // Sequence 0 generates: every step it gets back queues its next one at once, as the chat pipeline does.
+  let pos = 10;
+  let stop = false;
+  const generate = async () => {
+    while (!stop) await b.submit(0, [1], pos++);
+  };
+  const gen = generate();
+  await Promise.all([1, 2].map((s) => b.submit(s, range(600), 0)));
+  stop = true;
+  await gen;
+  const prompts = layout(ctx).filter((r) => r.includes("1x") || r.includes("2x"));
+  assert.deepEqual(prompts, ["0x1 1x256 2x255", "0x1 1x256 2x255", "0x1 1x88 2x90"]);
+});
+
+Deno.test("prompts past the cohort wait until every prompt of the cohort is read", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  // 1500 + 700 > PROMPT_COHORT: the second starts only with the budget the first leaves.
+  assert.ok(1500 + 700 > PROMPT_COHORT && 1500 <= PROMPT_COHORT);
+  await Promise.all([b.submit(1, range(1500), 0), b.submit(2, range(700), 0)]);
+  assert.deepEqual(layout(ctx), ["1x512", "1x512", "1x476 2x36", "2x512", "2x152"]);
 });
 
 Deno.test("a prompt longer than the batch is read in batch-sized chunks at consecutive positions", async () => {
@@ -133,4 +157,17 @@ Deno.test("each sequence reads its logits in its own row: no copy per token, unt
   assert.equal(next.buffer, again.buffer);
   assert.equal(next.byteOffset, again.byteOffset);
   assert.deepEqual([...again], [2, 10, 5, 0]);
+});
+
+Deno.test("a prompt arriving while a cohort is read joins it when its tokens fit", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  // During the first round, a second request arrives.
+  let second: Promise<Float32Array> | undefined;
+  ctx.afterRound = () => {
+    if (ctx.rounds.length === 1) second = b.submit(2, range(700), 0);
+  };
+  await Promise.all([b.submit(1, range(1100), 0)]);
+  await second;
+  assert.deepEqual(layout(ctx), ["1x512", "1x256 2x256", "1x256 2x256", "1x76 2x188"]);
 });

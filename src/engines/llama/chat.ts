@@ -1,10 +1,11 @@
-// Owns the chat backend on llama.cpp: a GGUF model and one context whose unified KV cache holds every running
-// sequence. Conversations render through the model's own chat template (GGUF metadata) with the same Jinja
+// Owns the chat backend on llama.cpp: a GGUF model and one context with a KV stream per slot (--parallel of
+// them; a request's sequence gets a slot at its prefill, waiting for one when all are taken). Conversations render through the model's own chat template (GGUF metadata) with the same Jinja
 // engine and message shapes as the transformers.js backend, and tokenize with libllama. Sequences map to
 // llama.cpp sequence ids. The prompt cache lives in host memory, not in the KV cache: a closed sequence's
 // cells are copied out (llama_state_seq_get_data) and freed, and a later prompt that starts the same way
-// (system prompt, tools, the conversation so far) restores the longest saved or running prefix. Cached cells
-// left in a unified KV cache would take part in every decode's attention. Decoding goes through one
+// (system prompt, tools, the conversation so far) restores the longest saved or running prefix (a running
+// one's stream is copied whole, then cut). A fork (n choices) shares its parent's slot: choices run one after
+// another, and closing a fork cuts the slot back to the parent's tokens. Decoding goes through one
 // DecodeBatcher, so concurrent sequences share each llama_decode.
 import { Template } from "@huggingface/jinja";
 import { ChatPromptError } from "../../errors.ts";
@@ -17,6 +18,7 @@ import type {
   ModelEntry,
   Placement,
   RenderOptions,
+  SampleKernel,
   SequenceId,
 } from "../types.ts";
 import { DecodeBatcher } from "./batch.ts";
@@ -25,13 +27,24 @@ import type { LlamaContext, LlamaModel } from "./ffi.ts";
 const ATTR_CONTROL = 1 << 3;
 
 interface Slot {
-  /** llama.cpp sequence id. */
+  /** llama.cpp sequence id (and KV stream). */
   id: number;
   /** The tokens whose cells the KV cache holds for this sequence, in order from position 0. */
   tokens: number[];
   active: boolean;
   /** Keep its cells saved ahead of unmarked ones once it closes (the request marked its prompt for caching). */
   keep: boolean;
+}
+
+/** What a SequenceId stands for. */
+interface Handle {
+  /** Bound at the first prefill. */
+  slot: Slot | null;
+  keep: boolean;
+  /** A fork: the parent, and the slot's length to cut back to when the fork closes. */
+  fork?: { parent: Handle; length: number };
+  /** A parent while its fork is open (its slot holds the fork's tokens). */
+  suspended: boolean;
 }
 
 /** A closed sequence's cells, saved in host memory (the prompt cache). */
@@ -55,11 +68,14 @@ export class LlamaChat implements ChatBackend {
   /** llama_decode runs on the worker's thread (a round may start inside `step`): events go out first. */
   readonly stepsBlock = true;
   readonly batcher: DecodeBatcher;
+  readonly sampleKernel: SampleKernel;
   /** Sequences meant to generate together (the model's queue admits this many jobs). */
   readonly parallel: number;
 
   readonly #slots: Slot[];
-  readonly #handles = new Map<SequenceId, Slot>();
+  readonly #handles = new Map<SequenceId, Handle>();
+  /** Prefills waiting for a slot (a client that left may still hold one until its step ends). */
+  readonly #waiting: { resolve(slot: Slot): void; reject(e: Error): void }[] = [];
   /** The prompt cache, oldest first. */
   readonly #saved: Saved[] = [];
   #nextHandle = 1;
@@ -122,10 +138,12 @@ export class LlamaChat implements ChatBackend {
       ctx,
       opts.nBatch,
       info.nVocab,
-      () => this.#handles.size,
-      opts.parallel,
+      () => this.#slots.reduce((n, s) => n + (s.active ? 1 : 0), 0),
     );
     this.backend = opts.description;
+    const sample = model.sym.lshim_sample;
+    this.sampleKernel = (logits, temperature, topK, topP, rng) =>
+      sample(logits, logits.length, temperature, topK, topP, rng);
   }
 
   /** Each token's bytes (null for control tokens, which are never text): the constraint vocabulary. */
@@ -183,31 +201,43 @@ export class LlamaChat implements ChatBackend {
   }
 
   open(opts: { keep?: boolean } = {}): SequenceId {
-    const slot = this.#slots.find((s) => !s.active);
-    if (!slot) throw new Error("every llama.cpp sequence is in use");
-    slot.active = true;
-    slot.keep = opts.keep === true;
     const handle = this.#nextHandle++;
-    this.#handles.set(handle, slot);
+    this.#handles.set(handle, { slot: null, keep: opts.keep === true, suspended: false });
     return handle;
   }
 
+  /** The fork shares the slot: the parent is not used until the fork closes (the pipeline's choices). */
   fork(seq: SequenceId): SequenceId {
-    const from = this.#slot(seq);
-    const handle = this.open();
-    const to = this.#handles.get(handle)!;
-    if (from.tokens.length) this.ctx.seqCp(from.id, to.id, 0, -1);
-    to.tokens = from.tokens.slice();
+    const parent = this.#handle(seq);
+    if (!parent.slot) throw new Error("a sequence is forked after its prefill");
+    parent.suspended = true;
+    const handle = this.#nextHandle++;
+    this.#handles.set(handle, {
+      slot: parent.slot,
+      keep: parent.keep,
+      fork: { parent, length: parent.slot.tokens.length },
+      suspended: false,
+    });
     return handle;
   }
 
   close(seq: SequenceId): void {
-    const slot = this.#handles.get(seq);
-    if (!slot) return;
+    const h = this.#handles.get(seq);
+    if (!h) return;
     this.#handles.delete(seq);
+    const slot = h.slot;
+    if (!slot) return;
+    if (h.fork) {
+      // Back to the parent's tokens: the fork only added cells after them.
+      if (slot.tokens.length > h.fork.length) this.ctx.seqRm(slot.id, h.fork.length, -1);
+      slot.tokens.length = h.fork.length;
+      h.fork.parent.suspended = false;
+      return;
+    }
     slot.active = false;
     if (slot.tokens.length) this.#save(slot);
     this.#clear(slot);
+    this.#waiting.shift()?.resolve(slot);
   }
 
   /**
@@ -235,7 +265,25 @@ export class LlamaChat implements ChatBackend {
     return this.#handles.size > 0;
   }
 
+  /** A free slot now (the lowest: sequences decoded together are then consecutive ids), or the next one freed. */
+  #acquire(h: Handle): Slot | Promise<Slot> {
+    const bind = (slot: Slot) => {
+      slot.active = true;
+      slot.keep = h.keep;
+      h.slot = slot;
+      return slot;
+    };
+    const free = this.#slots.find((s) => !s.active);
+    if (free) return bind(free);
+    return new Promise((resolve, reject) =>
+      this.#waiting.push({ resolve: (slot) => resolve(bind(slot)), reject })
+    );
+  }
+
   async prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }> {
+    const h = this.#handle(seq);
+    if (!h.slot) await this.#acquire(h);
+    if (!this.#handles.has(seq)) throw new Error("the sequence was closed");
     const slot = this.#slot(seq);
     if (ids.length === 0) throw new Error("nothing to prefill");
     const target = slot.tokens.concat(ids);
@@ -260,7 +308,8 @@ export class LlamaChat implements ChatBackend {
     let reuse = Math.min(best, target.length - 1);
     if (running || saved) {
       this.#clear(slot);
-      if (running) this.ctx.seqCp(running.id, slot.id, 0, reuse);
+      // Another stream's cells copy only whole (then cut to the prefix).
+      if (running) this.ctx.seqCp(running.id, slot.id, 0, -1), this.ctx.seqRm(slot.id, reuse, -1);
       else if (this.ctx.restoreSeq(slot.id, saved!.data)) this.ctx.seqRm(slot.id, reuse, -1);
       else reuse = 0; // no room to restore into: read it all
     } else if (reuse < slot.tokens.length) {
@@ -272,9 +321,11 @@ export class LlamaChat implements ChatBackend {
     try {
       logits = await this.batcher.submit(slot.id, rest, reuse);
     } catch (e) {
-      // A later chunk failed (the KV cache full): the earlier chunks' cells are in the cache but not in
-      // `slot.tokens`, so nothing else would remove them before the slot's next sequence.
-      this.ctx.seqRm(slot.id, reuse, -1);
+      // A later chunk failed: the earlier chunks' cells are in the cache but not in `slot.tokens`, so nothing
+      // else would remove them before the slot's next sequence. (Everything goes: a copy from another stream
+      // may not have happened, llama.cpp copies at its next decode.)
+      this.ctx.seqRm(slot.id, 0, -1);
+      slot.tokens = [];
       throw e;
     }
     slot.tokens.push(...rest);
@@ -303,16 +354,25 @@ export class LlamaChat implements ChatBackend {
   }
 
   dispose(): Promise<void> {
-    this.batcher.close(new Error("the model was unloaded"));
+    const gone = new Error("the model was unloaded");
+    for (const w of this.#waiting.splice(0)) w.reject(gone);
+    this.batcher.close(gone);
     this.ctx.free();
     this.model.free();
     return Promise.resolve();
   }
 
+  #handle(seq: SequenceId): Handle {
+    const h = this.#handles.get(seq);
+    if (!h) throw new Error(`no sequence ${seq}`);
+    return h;
+  }
+
   #slot(seq: SequenceId): Slot {
-    const s = this.#handles.get(seq);
-    if (!s) throw new Error(`no sequence ${seq}`);
-    return s;
+    const h = this.#handle(seq);
+    if (!h.slot) throw new Error(`sequence ${seq} has no prefill yet`);
+    if (h.suspended) throw new Error(`sequence ${seq} is forked: its fork holds the slot`);
+    return h.slot;
   }
 
   #clear(slot: Slot): void {

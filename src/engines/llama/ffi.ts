@@ -10,7 +10,7 @@ const SYMBOLS = {
   lshim_devices: { parameters: ["buffer", "i32"], result: "i32" },
   lshim_model_load: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer" },
   lshim_context: {
-    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
+    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
     result: "pointer",
   },
   lshim_context_free: { parameters: ["pointer", "u64", "i32"], result: "void" },
@@ -26,6 +26,7 @@ const SYMBOLS = {
     result: "i32",
   },
   lshim_embed: { parameters: ["pointer", "buffer", "buffer", "i32", "buffer", "i32", "i32"], result: "i32" },
+  lshim_sample: { parameters: ["buffer", "i32", "f64", "i32", "f64", "buffer"], result: "i32" },
   lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "void" },
   lshim_seq_cp: { parameters: ["pointer", "i32", "i32", "i32", "i32", "i32"], result: "void" },
   lshim_chat_template: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
@@ -266,9 +267,14 @@ export interface ContextOptions {
   pooling: number;
   /** Nothing of this context on a GPU (see LlamaModel's cpuOnly). */
   cpuOnly?: boolean;
+  /**
+   * One KV cache for all sequences (the default), or, false, a KV stream per sequence of nCtx / nSeqMax cells:
+   * then a sequence's cells can only be copied whole to another (`seqCp` of 0..-1).
+   */
+  unified?: boolean;
 }
 
-/** One llama_context: a KV cache shared by up to nSeqMax sequences, and a batch decode into JS buffers. */
+/** One llama_context: the KV cache of up to nSeqMax sequences, and a batch decode into JS buffers. */
 export class LlamaContext {
   #ptr: Deno.PointerValue;
   /** ggml's thread pool for this context (0: ggml starts threads per graph). */
@@ -295,6 +301,7 @@ export class LlamaContext {
       opts.embeddings ? 1 : 0,
       opts.pooling,
       opts.cpuOnly ? 1 : 0,
+      opts.unified === false ? 0 : 1,
       bytes,
       threadpool,
     );

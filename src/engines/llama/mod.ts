@@ -97,13 +97,13 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
     const parallel = Math.max(1, ctx.parallel ?? 1);
     const wanted = Number(entry.options.context_length ?? DEFAULT_CONTEXT);
     const contextLength = Math.min(model.info.nCtxTrain || wanted, wanted);
-    // One unified KV cache: room for `parallel` full-length sequences; closed ones stay as the prompt cache
-    // until their cells are needed. Spare sequence ids serve `n` choices (forks share cells).
-    const nSeqMax = Math.min(256, Math.max(16, parallel * 4));
+    // A KV stream per slot, each of the full context (llama-server's layout: sequences decoded together don't
+    // attend over each other's cells). A request's n choices share its slot (see LlamaChat.fork).
     const llamaCtx = new LlamaContext(model, {
       nCtx: contextLength * parallel,
       nBatch: BATCH,
-      nSeqMax,
+      nSeqMax: parallel,
+      unified: false,
       threads: ctx.threads,
       embeddings: false,
       pooling: -1,

@@ -90,17 +90,17 @@ Deno.test("llama chat: a prompt that fails in a later chunk leaves no cells for 
   const chat = await loadLlamaChat(entry("chat", path), ctx(1));
   const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
   try {
-    const n = chat.contextLength;
     const ids = (len: number, from: number) =>
       Array.from({ length: len }, (_, i) => 100 + ((from + i) % 500));
-    // A running sequence holds 40% of the one context's cells; the next prompt's first chunk (512) still fits,
-    // its second does not.
-    const running = chat.open();
-    await chat.prefill(running, ids(Math.floor(n * 0.4), 0));
+    // A prompt longer than one batch (512) is read in two rounds; the second llama_decode fails.
+    const decode = chat.ctx.decode.bind(chat.ctx);
+    let calls = 0;
+    chat.ctx.decode = (...args) => calls++ === 1 ? -3 : decode(...args);
     const failing = chat.open();
-    await assert.rejects(chat.prefill(failing, ids(n - 10, 7)));
+    await assert.rejects(chat.prefill(failing, ids(700, 7)), /llama_decode failed/);
+    assert.equal(calls, 2);
     chat.close(failing);
-    // The next sequence takes the same slot; its logits are a fresh model's for the same prompt.
+    // The next sequence takes the same (only) slot; its logits are a fresh model's for the same prompt.
     const next = chat.open();
     const prompt = ids(12, 3);
     const got = (await chat.prefill(next, prompt)).logits.slice();
@@ -110,8 +110,58 @@ Deno.test("llama chat: a prompt that fails in a later chunk leaves no cells for 
     for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
     assert.ok(worst < 1e-3, `logits differ by ${worst}`);
     chat.close(next);
-    chat.close(running);
     fresh.close(seq);
+  } finally {
+    await chat.dispose();
+    await fresh.dispose();
+  }
+});
+
+/** Largest difference between two logits rows. */
+function worstDiff(a: Float32Array, b: Float32Array): number {
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
+}
+
+Deno.test("llama chat: KV streams per slot: forks share it, a running prefix is copied, prefills wait for a slot", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(2));
+  const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+  const reference = async (ids: number[]) => {
+    const s = fresh.open();
+    const got = (await fresh.prefill(s, ids)).logits.slice();
+    fresh.close(s);
+    return got;
+  };
+  try {
+    const prompt = chat.render([{ role: "user", content: "Hi there!" }]);
+    // A fork (another choice) generates in the parent's slot; closing it gives the parent its cells back.
+    const a = chat.open();
+    await chat.prefill(a, prompt);
+    const f = chat.fork(a);
+    await chat.step(f, 11);
+    await chat.step(f, 12);
+    await assert.rejects(chat.step(a, 13), /forked/);
+    chat.close(f);
+    const afterFork = (await chat.step(a, 13)).slice();
+    assert.ok(worstDiff(afterFork, await reference([...prompt, 13])) < 1e-3);
+    // Another slot starting with a running sequence's tokens copies its stream and reads only the rest.
+    const b = chat.open();
+    const longer = [...prompt, 13, 21, 22];
+    const got = await chat.prefill(b, longer);
+    assert.equal(got.cachedTokens, prompt.length + 1);
+    assert.ok(worstDiff(got.logits.slice(), await reference(longer)) < 1e-3);
+    // Both slots are taken: a third prefill waits until one closes, then runs in it.
+    const c = chat.open();
+    let done = false;
+    const waiting = chat.prefill(c, [...prompt, 31]).then((r) => (done = true, r.logits.slice()));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(done, false);
+    chat.close(a);
+    assert.ok(worstDiff(await waiting, await reference([...prompt, 31])) < 1e-3);
+    chat.close(b);
+    chat.close(c);
   } finally {
     await chat.dispose();
     await fresh.dispose();
