@@ -119,6 +119,9 @@ async function buildShim(libDir: string): Promise<void> {
   const ggml = [...Deno.readDirSync(libDir)].find((e) => /^libggml\..*so$/.test(e.name))?.name;
   const args = [
     ...SHIM_CFLAGS,
+    // The sampler's exponentials vectorize only so (native/sampling.h).
+    "-O3",
+    "-fno-trapping-math",
     "-I",
     HEADERS_DIR,
     join(NATIVE_DIR, "llama_shim.c"),
