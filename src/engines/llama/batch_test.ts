@@ -34,8 +34,8 @@ class RecordingContext {
   }
 }
 
-function batcher(ctx: RecordingContext, open = Infinity) {
-  return new DecodeBatcher(ctx as unknown as LlamaContext, 512, VOCAB, () => open);
+function batcher(ctx: RecordingContext) {
+  return new DecodeBatcher(ctx as unknown as LlamaContext, 512, VOCAB);
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => 100 + i);
@@ -120,7 +120,7 @@ Deno.test("a prompt longer than the batch is read in batch-sized chunks at conse
 
 Deno.test("a full KV cache or a failed decode fails only the round's own work", async () => {
   const ctx = new RecordingContext();
-  const b = batcher(ctx, Infinity);
+  const b = batcher(ctx);
   const full = b.submit(1, [5], 3);
   ctx.failNext = NO_KV_ROOM;
   await assert.rejects(full, /KV cache is full/);
@@ -132,13 +132,28 @@ Deno.test("a full KV cache or a failed decode fails only the round's own work", 
   assert.deepEqual([...await b.submit(2, range(10), 0)], [2, 9, 2, 0]);
 });
 
-Deno.test("when every open sequence has queued work the round starts at once", async () => {
+Deno.test("a request arriving while a stream generates is read in the next round, not after the stream", async () => {
   const ctx = new RecordingContext();
-  const b = batcher(ctx, 1);
-  const p = b.submit(1, [5], 0);
-  // Synchronously decoded: the round ran inside submit.
-  assert.equal(ctx.rounds.length, 1);
-  await p;
+  const b = batcher(ctx);
+  // Sequence 0 generates 20 tokens, each step queued as soon as the last one resolved (the only open sequence).
+  const generate = async () => {
+    for (let pos = 10; pos < 30; pos++) await b.submit(0, [1], pos);
+  };
+  // A new request arrives as a message (a macrotask) during the first step's round.
+  let second: Promise<Float32Array> | undefined;
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => second = b.submit(1, range(40), 0);
+  ctx.afterRound = () => {
+    if (ctx.rounds.length === 1) channel.port2.postMessage(null);
+  };
+  await generate();
+  await second;
+  channel.port1.close();
+  const joined = layout(ctx).findIndex((r) => r.includes("1x40"));
+  assert.ok(
+    joined >= 1 && joined <= 2,
+    `the prompt was read in round ${joined + 1}: ${layout(ctx).join(" | ")}`,
+  );
 });
 
 Deno.test("each sequence reads its logits in its own row: no copy per token, untouched by other sequences", async () => {

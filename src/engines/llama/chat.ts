@@ -138,7 +138,6 @@ export class LlamaChat implements ChatBackend {
       ctx,
       opts.nBatch,
       info.nVocab,
-      () => this.#slots.reduce((n, s) => n + (s.active ? 1 : 0), 0),
     );
     this.backend = opts.description;
     const sample = model.sym.lshim_sample;

@@ -167,3 +167,35 @@ Deno.test("llama chat: KV streams per slot: forks share it, a running prefix is 
     await fresh.dispose();
   }
 });
+
+Deno.test("llama chat: a request arriving while a stream generates is read within a round or two", async () => {
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(2));
+  try {
+    const prompt = chat.render([{ role: "user", content: "Hi there!" }]);
+    const a = chat.open();
+    await chat.prefill(a, prompt);
+    let steps = 0;
+    let readAt = -1;
+    // The second request comes as a message (the worker's job message is a macrotask), once a is generating.
+    const channel = new MessageChannel();
+    const arrived = new Promise<void>((resolve) => {
+      channel.port1.onmessage = async () => {
+        const b = chat.open();
+        await chat.prefill(b, [...prompt, 5]);
+        readAt = steps;
+        chat.close(b);
+        resolve();
+      };
+    });
+    for (; steps < 40; steps++) {
+      if (steps === 1) channel.port2.postMessage(null);
+      await chat.step(a, 100 + steps);
+    }
+    await arrived;
+    channel.port1.close();
+    chat.close(a);
+    assert.ok(readAt >= 1 && readAt <= 4, `read after ${readAt} of the first stream's steps`);
+  } finally {
+    await chat.dispose();
+  }
+});
