@@ -54,8 +54,9 @@ stamp "this server's shim against that build"
 LIB=$BUILD/oai-lib
 mkdir -p "$LIB"
 find "$BUILD/bin" -maxdepth 1 -name '*.so*' -exec cp -P {} "$LIB/" \;
-cc -O2 -shared -fPIC -std=c11 -Wall -I "$LLAMA_SRC/include" -I "$LLAMA_SRC/ggml/include" native/llama_shim.c \
-  -o "$LIB/libllama_shim.so" -L"$LIB" -lllama -lggml -lggml-base -lpthread -Wl,-rpath,'$ORIGIN'
+cc -O3 -fno-trapping-math -shared -fPIC -std=c11 -Wall -I "$LLAMA_SRC/include" -I "$LLAMA_SRC/ggml/include" \
+  native/llama_shim.c -o "$LIB/libllama_shim.so" -L"$LIB" -lllama -lggml -lggml-base -lpthread -lm \
+  -Wl,-rpath,'$ORIGIN'
 
 gpu_layers=-1
 [ "$CUDA" = 1 ] || gpu_layers=0
@@ -74,7 +75,8 @@ for shape in $SHAPES; do
     fi
     stamp "benchmark $(basename "$f")"
     deno run -A bench/peer_bench.ts --llama-server "$BUILD/bin/llama-server" --llama-bench "$BUILD/bin/llama-bench" \
-      --llama-lib "$LIB" --gguf "$f" --streams "$STREAMS" --rounds "$ROUNDS" --gpu-layers="$gpu_layers" \
+      --llama-lib "$LIB" --gguf "$f" --streams "$STREAMS" --greedy-streams "${GREEDY_STREAMS:-1}" \
+      --json-streams "${JSON_STREAMS:-}" --rounds "$ROUNDS" --gpu-layers="$gpu_layers" \
       --threads "${THREADS:-$JOBS}" --json "$RESULTS.$(basename "$f").json" | tee -a "$RESULTS"
   done
 done

@@ -120,8 +120,8 @@ class WorkerLink {
         this.#onLoaded?.resolve(m.info);
         this.#onLoaded = undefined;
         break;
-      case "event":
-        this.#pending.get(m.id)?.onEvent?.(m.ev);
+      case "events":
+        for (const { id, ev } of m.items) this.#pending.get(id)?.onEvent?.(ev);
         break;
       case "result":
         this.#pending.get(m.id)?.onResult?.(m.value);

@@ -54,7 +54,8 @@ export interface EmbeddingInfo {
 
 export type GuestMessage =
   | { t: "loaded"; info: ChatInfo | EmbeddingInfo }
-  | { t: "event"; id: number; ev: ChatEvent }
+  /** Chat events of one or more jobs, in order: what the worker produced since its last message. */
+  | { t: "events"; items: { id: number; ev: ChatEvent }[] }
   | { t: "result"; id: number; value: unknown }
   | { t: "end"; id: number }
   /** What the model holds now, sent after each request (a chat job's KV cache stays as the prompt cache). */

@@ -101,14 +101,14 @@ export class DecodeBatcher {
     for (const w of steps.slice(0, stepRows)) take.set(w, 1);
     let budget = this.nBatch - stepRows;
     const left = (w: Work) => w.tokens.length - w.done - (take.get(w) ?? 0);
+    // Equal shares, never one token more for some: llama.cpp splits a batch into micro-batches of sequences
+    // with the same token count (one KV stream each), so 47 tokens for six prompts and 46 for five cost one
+    // more pass over the weights than 46 each. What a short prompt leaves goes to the others the same way.
     let open = this.#cohort.filter((w) => left(w) > 0);
-    while (budget > 0 && open.length) {
-      const share = Math.max(1, Math.floor(budget / open.length));
-      for (const w of open) {
-        const n = Math.min(share, left(w), budget);
-        take.set(w, (take.get(w) ?? 0) + n);
-        budget -= n;
-      }
+    while (budget >= open.length && open.length) {
+      const share = Math.min(Math.floor(budget / open.length), ...open.map(left));
+      for (const w of open) take.set(w, (take.get(w) ?? 0) + share);
+      budget -= share * open.length;
       open = open.filter((w) => left(w) > 0);
     }
     for (const w of prompts) {
