@@ -1,10 +1,10 @@
 /*
  * Owns the native twin of src/chat/sampler.ts's hot path: one token drawn from a row of logits at a
  * temperature, with top-k / top-p, driven by the same xoshiro128** state the JavaScript Rng holds (passed in
- * and advanced in place). Same arithmetic in the same order (doubles, each weight rounded to float as the
- * Float32Array scratch does), so a seeded request draws the same tokens on either side; only the exponential
- * may differ from V8's in the last bit or two (smp_exp), which changes a float weight about once in 1e8 and
- * moves a draw only when it lands within ~1e-14 of a boundary.
+ * and advanced in place). Same arithmetic (doubles, each weight rounded to float as the Float32Array scratch
+ * does) up to rounding: the exponential may differ from V8's in the last bit or two (smp_exp), which changes a
+ * float weight about once in 1e8, and sums are taken in lanes (smp_weights); either moves a draw only when it
+ * lands within ~1e-14 of a boundary, so a seeded request draws the same tokens on either side.
  * Why native: the JavaScript loop costs ~0.56 ms per token over a 49k vocabulary (2.2 ms over 152k), and
  * top-p on a flat distribution sorts the vocabulary with a comparator (16 ms); native, the exponentials run
  * in vector lanes, and top-p uses a radix sort.
@@ -83,17 +83,63 @@ static inline double smp_exp(double x) {
     return x < -708.0 ? 0.0 : p * scale;
 }
 
+/** Tokens per block of the weight sums (the draw skips whole blocks, then walks one). */
+#define SMP_BLOCK 256
+
 /**
- * v[i] = smp_exp((logits[i] - max) * inv), vectorized (AVX2 where the CPU has it; the shim is built with -O3
- * -fno-trapping-math, without which GCC keeps the selects as branches).
+ * For each block of SMP_BLOCK tokens: w[i] = (float) smp_exp((logits[i] - max) * inv), and the block's sums of
+ * the exact weights (`bv`, for the total) and of the float ones (`bw`, what the draw subtracts), each summed in
+ * four lanes. The lanes change the order of the additions against the JavaScript loop's one chain, so a sum
+ * differs from it by rounding (~1e-16 relative): a draw falls on another token only when it lands that close
+ * to a boundary. One chain over 152k tokens was half of the sampler's time (latency-bound adds). Vectorized
+ * with AVX2 where the CPU has it; the shim is built with -O3 -fno-trapping-math, without which GCC keeps the
+ * selects as branches.
  */
-__attribute__((target_clones("avx2", "default"))) static void smp_exps(const float * logits, int32_t n,
-                                                                      double max, double inv, double * v) {
-    for (int32_t i = 0; i < n; i++) v[i] = smp_exp(((double) logits[i] - max) * inv);
+__attribute__((target_clones("avx2", "default"))) static void smp_weights(const float * logits, int32_t n,
+                                                                         double max, double inv, float * w,
+                                                                         double * bv, double * bw) {
+    double v[SMP_BLOCK];
+    for (int32_t b = 0; b * SMP_BLOCK < n; b++) {
+        const int32_t start = b * SMP_BLOCK;
+        const int32_t len = n - start < SMP_BLOCK ? n - start : SMP_BLOCK;
+        const float * l = logits + start;
+        float * wb = w + start;
+        for (int32_t i = 0; i < len; i++) v[i] = smp_exp(((double) l[i] - max) * inv);
+        for (int32_t i = 0; i < len; i++) wb[i] = (float) v[i];
+        double a[4] = { 0, 0, 0, 0 };
+        double c[4] = { 0, 0, 0, 0 };
+        int32_t i = 0;
+        for (; i + 4 <= len; i += 4) {
+            for (int j = 0; j < 4; j++) {
+                a[j] += v[i + j];
+                c[j] += (double) wb[i + j];
+            }
+        }
+        for (; i < len; i++) {
+            a[0] += v[i];
+            c[0] += (double) wb[i];
+        }
+        bv[b] = (a[0] + a[1]) + (a[2] + a[3]);
+        bw[b] = (c[0] + c[1]) + (c[2] + c[3]);
+    }
+}
+
+/** The largest logit, in eight lanes (one chain of compares over 152k tokens is latency-bound too). */
+__attribute__((target_clones("avx2", "default"))) static double smp_max(const float * x, int32_t n) {
+    float m[8] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY };
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    }
+    for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
+    float best = m[0];
+    for (int j = 1; j < 8; j++) best = m[j] > best ? m[j] : best;
+    return best;
 }
 
 /** Per-thread scratch (each model's worker is a thread), grown to the largest vocabulary seen. */
-static __thread double * smp_v;
+static __thread double * smp_bv;
+static __thread double * smp_bw;
 static __thread float * smp_w;
 static __thread uint32_t * smp_a;
 static __thread uint32_t * smp_b;
@@ -107,9 +153,12 @@ static int smp_reserve(int32_t n) {
     if (a) smp_a = a;
     uint32_t * b = (uint32_t *) realloc(smp_b, sizeof(uint32_t) * (size_t) n);
     if (b) smp_b = b;
-    double * v = (double *) realloc(smp_v, sizeof(double) * (size_t) n);
-    if (v) smp_v = v;
-    if (!w || !a || !b || !v) return 0;
+    const size_t blocks = (size_t) n / SMP_BLOCK + 1;
+    double * bv = (double *) realloc(smp_bv, sizeof(double) * blocks);
+    if (bv) smp_bv = bv;
+    double * bw = (double *) realloc(smp_bw, sizeof(double) * blocks);
+    if (bw) smp_bw = bw;
+    if (!w || !a || !b || !bv || !bw) return 0;
     smp_cap = n;
     return 1;
 }
@@ -157,31 +206,34 @@ static int32_t smp_sample(const float * logits, int32_t n, double temperature, i
                           uint32_t * rng) {
     if (!smp_reserve(n)) return -1;
     float * w = smp_w;
-    double max = -INFINITY;
-    for (int32_t i = 0; i < n; i++) {
-        if (logits[i] > max) max = logits[i];
-    }
+    const double max = smp_max(logits, n);
     if (max == -INFINITY) return smp_argmax(logits, n);
     const double inv = 1.0 / temperature;
-    // The exponentials in parallel lanes; the sum in index order, as the JavaScript loop adds them.
-    smp_exps(logits, n, max, inv, smp_v);
+    smp_weights(logits, n, max, inv, w, smp_bv, smp_bw);
+    const int32_t blocks = (n + SMP_BLOCK - 1) / SMP_BLOCK;
     double total = 0;
-    for (int32_t i = 0; i < n; i++) {
-        const double v = smp_v[i];
-        w[i] = (float) v;
-        total += v;
-    }
+    for (int32_t b = 0; b < blocks; b++) total += smp_bv[b];
     const int use_top_k = top_k > 0 && top_k < n;
     if (top_p >= 1 && !use_top_k) {
+        // As the JavaScript walk (r less each weight until it goes below 0), skipping whole blocks r outlasts.
         double r = smp_next(rng) * total;
-        int32_t last = 0;
-        for (int32_t i = 0; i < n; i++) {
-            if (w[i] == 0) continue;
-            last = i;
-            r -= w[i];
-            if (r < 0) return i;
+        for (int32_t b = 0; b < blocks; b++) {
+            if (r - smp_bw[b] >= 0) {
+                r -= smp_bw[b];
+                continue;
+            }
+            const int32_t end = (b + 1) * SMP_BLOCK < n ? (b + 1) * SMP_BLOCK : n;
+            for (int32_t i = b * SMP_BLOCK; i < end; i++) {
+                if (w[i] == 0) continue;
+                r -= w[i];
+                if (r < 0) return i;
+            }
         }
-        return last;
+        // Rounding left r at or above 0: the last token with any weight.
+        for (int32_t i = n - 1; i > 0; i--) {
+            if (w[i] != 0) return i;
+        }
+        return 0;
     }
     // Top-k / top-p: as sampler.ts, the tokens above a small weight first; exact when the cut falls among them.
     const int32_t k = top_k > 0 ? (top_k < n ? top_k : n) : n;
