@@ -9,8 +9,10 @@
 //     `--rounds` pairs.
 //  2. Concurrency: 1, 4 and 8 streams arriving together (distinct prompts, so no prefix cache): aggregate
 //     tok/s, TTFT p50/max, per-stream decode tok/s, each the median over `--bursts` bursts (each against the
-//     idle TTFT measured right before it). Goals at 8: TTFT max <= 8 idle prefills + 10%, p50 <= 5x idle,
-//     aggregate >= the 1-stream figure.
+//     idle TTFT measured right before it). Goals at 8: TTFT max <= 8 idle prefills + 10%, aggregate >= the
+//     1-stream figure. (Until session 15 also p50 <= 5x idle: prompts were read one after another. A burst's
+//     prompts are now read together, as llama-server reads them, so p50 is about max: bench/peer_bench.ts
+//     compares both with llama-server's.)
 //  3. The second turn of a conversation with a ~1000-token history: TTFT with the cached prefix vs the same
 //     prompt cold. Goal: <= 15%.
 //
@@ -155,7 +157,7 @@ for (const t of TYPES) {
       goals.push(
         `${t} at 8 streams (median of ${bursts} bursts): TTFT max ${f1(median(maxes))} ms, ` +
           `${maxRatio.toFixed(3)}x the bound of 8 idle prefills + 10% (goal <= 1); TTFT p50 ` +
-          `${p50Ratio.toFixed(1)}x idle (goal <= 5x); aggregate ${(aggregate / oneStream).toFixed(2)}x the ` +
+          `${p50Ratio.toFixed(1)}x idle; aggregate ${(aggregate / oneStream).toFixed(2)}x the ` +
           `1-stream figure (goal >= 1).`,
       );
     }

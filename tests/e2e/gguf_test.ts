@@ -6,7 +6,7 @@
 // uncached), 8 concurrent streams decoded together, a corrupt GGUF failing alone, and chat (GGUF), embeddings
 // and transcription (whisper.cpp, its own ggml) in one process.
 import { CHAT_FEATURES, HI } from "../support/chat_features.ts";
-import { assertStreamsTogether } from "../support/concurrent_streams.ts";
+import { assertStreamsTogether, STREAM_PROMPTS } from "../support/concurrent_streams.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { toFile } from "openai";
@@ -163,6 +163,34 @@ Deno.test("gguf chat: 8 concurrent streams are decoded together and each gets it
   await withServer(GGUF, async (s) => {
     // The ONNX export answers each alone; all 8 must be admitted at once (--parallel 8 here).
     await assertStreamsTogether(s, { model: "chat-gguf", reference: "chat-tiny", count: 8 });
+  }, ["--parallel=8"]);
+});
+
+Deno.test("gguf chat: 8 sampled streams read and decoded together draw what the ONNX export draws alone", async () => {
+  await withServer(GGUF, async (s) => {
+    // Temperature 1.3 with a seed per prompt: the prompts of the burst are read as one cohort (same prompts
+    // share prefixes across KV streams), the tokens are drawn by the native sampler; the ONNX export answers
+    // each alone through the JavaScript sampler. Same seed, same reply.
+    await assertStreamsTogether(s, {
+      model: "chat-gguf",
+      reference: "chat-tiny",
+      count: 8,
+      temperature: 1.3,
+      maxTokens: 24,
+    });
+    // Sampling really chose: some replies differ from the greedy ones.
+    let differs = 0;
+    for (const [i, p] of STREAM_PROMPTS.entries()) {
+      const ask = (extra: Record<string, number>) =>
+        s.client.chat.completions.create({
+          model: "chat-gguf",
+          messages: [{ role: "user", content: p }],
+          max_tokens: 24,
+          ...extra,
+        }).then((r) => r.choices[0].message.content);
+      if (await ask({ temperature: 1.3, seed: 100 + i }) !== await ask({ temperature: 0 })) differs++;
+    }
+    assert.ok(differs > 0, "every sampled reply was the greedy one");
   }, ["--parallel=8"]);
 });
 

@@ -16,15 +16,27 @@ export const STREAM_PROMPTS = [
  */
 export async function assertStreamsTogether(
   s: TestServer,
-  opts: { model: string; reference?: string; count: number; maxTokens?: number },
+  opts: {
+    model: string;
+    reference?: string;
+    count: number;
+    maxTokens?: number;
+    /** Sampled instead of greedy: each prompt with a seed of its own. */
+    temperature?: number;
+  },
 ): Promise<void> {
   const maxTokens = opts.maxTokens ?? 20;
+  const sampling = (p: string) =>
+    opts.temperature === undefined
+      ? {}
+      : { temperature: opts.temperature, seed: 100 + STREAM_PROMPTS.indexOf(p) };
   const expected = new Map<string, string>();
   for (const p of STREAM_PROMPTS) {
     const r = await s.client.chat.completions.create({
       model: opts.reference ?? opts.model,
       messages: [{ role: "user", content: p }],
       max_tokens: maxTokens,
+      ...sampling(p),
     });
     expected.set(p, r.choices[0].message.content ?? "");
   }
@@ -43,6 +55,7 @@ export async function assertStreamsTogether(
       model: opts.model,
       messages: [{ role: "user", content: p }],
       max_tokens: maxTokens,
+      ...sampling(p),
       stream: true,
     });
     let text = "";
