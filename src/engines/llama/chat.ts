@@ -45,6 +45,13 @@ interface Handle {
   fork?: { parent: Handle; length: number };
   /** A parent while its fork is open (its slot holds the fork's tokens). */
   suspended: boolean;
+  /** Its place among the prefills waiting for a slot. */
+  waiter?: Waiter;
+}
+
+interface Waiter {
+  resolve(slot: Slot): void;
+  reject(e: Error): void;
 }
 
 /** A closed sequence's cells, saved in host memory (the prompt cache). */
@@ -75,7 +82,7 @@ export class LlamaChat implements ChatBackend {
   readonly #slots: Slot[];
   readonly #handles = new Map<SequenceId, Handle>();
   /** Prefills waiting for a slot (a client that left may still hold one until its step ends). */
-  readonly #waiting: { resolve(slot: Slot): void; reject(e: Error): void }[] = [];
+  readonly #waiting: Waiter[] = [];
   /** The prompt cache, oldest first. */
   readonly #saved: Saved[] = [];
   #nextHandle = 1;
@@ -225,7 +232,14 @@ export class LlamaChat implements ChatBackend {
     if (!h) return;
     this.#handles.delete(seq);
     const slot = h.slot;
-    if (!slot) return;
+    if (!slot) {
+      // Still waiting for a slot (its client left first): it stops waiting.
+      if (h.waiter) {
+        this.#waiting.splice(this.#waiting.indexOf(h.waiter), 1);
+        h.waiter.reject(new Error("the sequence was closed"));
+      }
+      return;
+    }
     if (h.fork) {
       // Back to the parent's tokens: the fork only added cells after them.
       if (slot.tokens.length > h.fork.length) this.ctx.seqRm(slot.id, h.fork.length, -1);
@@ -233,9 +247,14 @@ export class LlamaChat implements ChatBackend {
       h.fork.parent.suspended = false;
       return;
     }
-    slot.active = false;
     if (slot.tokens.length) this.#save(slot);
     this.#clear(slot);
+    this.#release(slot);
+  }
+
+  /** The slot to the next prefill waiting for one, or free. */
+  #release(slot: Slot): void {
+    slot.active = false;
     this.#waiting.shift()?.resolve(slot);
   }
 
@@ -274,14 +293,23 @@ export class LlamaChat implements ChatBackend {
     };
     const free = this.#slots.find((s) => !s.active);
     if (free) return bind(free);
-    return new Promise((resolve, reject) =>
-      this.#waiting.push({ resolve: (slot) => resolve(bind(slot)), reject })
-    );
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        resolve: (slot: Slot) => {
+          h.waiter = undefined;
+          resolve(bind(slot));
+        },
+        reject,
+      };
+      h.waiter = waiter;
+      this.#waiting.push(waiter);
+    });
   }
 
   async prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }> {
     const h = this.#handle(seq);
     if (!h.slot) await this.#acquire(h);
+    // Closed as its slot came (close released the slot).
     if (!this.#handles.has(seq)) throw new Error("the sequence was closed");
     const slot = this.#slot(seq);
     if (ids.length === 0) throw new Error("nothing to prefill");

@@ -199,3 +199,28 @@ Deno.test("llama chat: a request arriving while a stream generates is read withi
     await chat.dispose();
   }
 });
+
+Deno.test("llama chat: a prefill waiting for a slot and closed first stops waiting and takes none", async () => {
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(1));
+  try {
+    const prompt = chat.render([{ role: "user", content: "Hi there!" }]);
+    const a = chat.open();
+    await chat.prefill(a, prompt);
+    // The only slot is a's: b waits, then its client leaves.
+    const b = chat.open();
+    const waiting = chat.prefill(b, prompt);
+    chat.close(b);
+    await assert.rejects(waiting, /closed/);
+    chat.close(a);
+    // The slot is free again (b never took it): the next prefill runs at once.
+    const c = chat.open();
+    const done = await Promise.race([
+      chat.prefill(c, prompt).then(() => true),
+      new Promise((r) => setTimeout(() => r(false), 2000)),
+    ]);
+    assert.equal(done, true);
+    chat.close(c);
+  } finally {
+    await chat.dispose();
+  }
+});
