@@ -345,9 +345,9 @@ export const OPTIONS: Option[] = [
     default: "4",
     min: 1,
     help:
-      "Sequences a chat model generates together (llama.cpp: batched into shared llama_decode calls; ONNX: " +
-      "interleaved token by token), also how many finished ones stay as its prompt cache; further requests " +
-      "wait in the model's queue.",
+      "Sequences a chat model generates together (llama.cpp: slots with a KV stream of the full context " +
+      "each, batched into shared llama_decode calls; ONNX: interleaved token by token), also how many " +
+      "finished ones stay as its prompt cache; further requests wait in the model's queue.",
   },
   {
     key: "llamaLib",
