@@ -156,7 +156,10 @@ export class DecodeBatcher {
         work.resolve(this.#logits.subarray(work.seq * this.nVocab, (work.seq + 1) * this.nVocab));
       }
     }
-    if (this.#queue.length) this.#schedule();
+    // Work still queued (prompts being read): the next round one hop later, so that what the sequences
+    // resolved now schedule as they continue (the worker's message carrying their tokens) goes first. Without
+    // the extra hop a cohort's first tokens reached the HTTP thread only after the next round (~0.6 s here).
+    if (this.#queue.length) this.#schedule(true);
   }
 
   /**
@@ -164,13 +167,14 @@ export class DecodeBatcher {
    * drains a port's messages without returning to the event loop, so a port pinging itself (a round per
    * token) kept the worker's other messages, new requests among them, waiting until the streams ended.
    */
-  #schedule(): void {
+  #schedule(afterNext = false): void {
     if (this.#scheduled || this.#closed) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    const run = () => {
       this.#scheduled = false;
       if (!this.#closed) this.#round();
-    });
+    };
+    setImmediate(afterNext ? () => setImmediate(run) : run);
   }
 
   #decode(n: number): number {

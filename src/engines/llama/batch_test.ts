@@ -2,6 +2,7 @@
 // each llama_decode (every step, then a cohort of prompts sharing the rest; rows by sequence id), which logits
 // row each caller gets, and failures.
 import assert from "node:assert/strict";
+import { setImmediate } from "node:timers";
 import { DecodeBatcher, NO_KV_ROOM, PROMPT_COHORT } from "./batch.ts";
 import type { LlamaContext } from "./ffi.ts";
 
@@ -190,4 +191,18 @@ Deno.test("a prompt arriving while a cohort is read joins it when its tokens fit
   await Promise.all([b.submit(1, range(1100), 0)]);
   await second;
   assert.deepEqual(layout(ctx), ["1x512", "1x256 2x256", "1x256 2x256", "1x76 2x188"]);
+});
+
+Deno.test("what a resolved sequence schedules goes before the next round of work still queued", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  // A short prompt finishes in round 1 while a long one still needs rounds; as the pipeline does, its caller
+  // schedules the message with its token (a setImmediate) when it resolves.
+  let postedAfterRounds = -1;
+  const short = b.submit(1, range(10), 0).then(() =>
+    setImmediate(() => postedAfterRounds = ctx.rounds.length)
+  );
+  await Promise.all([short, b.submit(2, range(1500), 0)]);
+  assert.ok(ctx.rounds.length >= 3);
+  assert.equal(postedAfterRounds, 1);
 });
