@@ -10,8 +10,9 @@
 #    1/8/32 concurrent streams, and prints the tables (also in $RESULTS).
 # Environment: LLAMA_SRC (a llama.cpp checkout of the pinned release; default: cloned from the bundle),
 # LLAMA_CUDA_BUILD, MODELS (where the GGUF files go), SHAPES ("qwen2.5-0.5b qwen2.5-7b"), QUANTS ("Q4_K_M Q8_0"),
-# STREAMS ("1,8,32"), ROUNDS (2), CUDA_ARCH (native), CUDA_FA (ON; OFF builds ggml-cuda without its flash
-# attention kernels, minutes faster, for both servers alike), RESULTS (.bench/gpu.md), CUDA=0 for a CPU dry run.
+# STREAMS ("1,8,32"), GREEDY_STREAMS ("1"), JSON_STREAMS (none), ROUNDS (2), CUDA_ARCH (native),
+# CUDA_FA (ON; OFF builds ggml-cuda without its flash attention kernels, minutes faster, for both servers
+# alike), RESULTS (.bench/gpu.md), CUDA=0 for a CPU dry run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
