@@ -2,7 +2,7 @@
 // `llama-server` (as its users start it: -np slots, -c for all of them, -t threads) and this server (a manifest
 // with the one model, the same slots and threads), each on a free port, ready when /health answers. Chat
 // servers are started with the model loaded before anything is timed (llama-server loads at start; ours is
-// asked one short chat).
+// asked one short chat). PEER_LOG=1 lets llama-server's log through (its errors, when it will not start).
 import { basename, dirname, join } from "node:path";
 
 export interface Server {

@@ -344,10 +344,12 @@ LSHIM_API int32_t lshim_sample(const float * logits, int32_t n, double temperatu
     return smp_sample(logits, n, temperature, top_k, top_p, rng);
 }
 
-LSHIM_API void lshim_seq_rm(struct llama_context * ctx, int32_t seq, int32_t p0, int32_t p1, int gpu) {
+/** Removes a sequence's cells in [p0, p1); 0 when the memory cannot cut a partial range (recurrent state). */
+LSHIM_API int32_t lshim_seq_rm(struct llama_context * ctx, int32_t seq, int32_t p0, int32_t p1, int gpu) {
     GPU_LOCK(gpu);
-    llama_memory_seq_rm(llama_get_memory(ctx), seq, p0, p1);
+    const bool ok = llama_memory_seq_rm(llama_get_memory(ctx), seq, p0, p1);
     GPU_UNLOCK(gpu);
+    return ok ? 1 : 0;
 }
 
 LSHIM_API void lshim_seq_cp(struct llama_context * ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1, int gpu) {

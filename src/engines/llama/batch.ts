@@ -24,7 +24,7 @@ interface Work {
   reject(e: unknown): void;
 }
 
-/** llama_decode's "no room in the KV cache" (the context holds only running sequences: too many tokens in flight). */
+/** llama_decode's "no room in the KV cache" (a sequence's stream holds its context length: not expected). */
 export const NO_KV_ROOM = 1;
 
 /**

@@ -1,11 +1,13 @@
 // Owns the chat backend on llama.cpp: a GGUF model and one context with a KV stream per slot (--parallel of
-// them; a request's sequence gets a slot at its prefill, waiting for one when all are taken). Conversations render through the model's own chat template (GGUF metadata) with the same Jinja
-// engine and message shapes as the transformers.js backend, and tokenize with libllama. Sequences map to
+// them; a request's sequence gets a slot at its prefill, waiting for one when all are taken). Conversations
+// render through the model's own chat template (GGUF metadata) with the same Jinja engine and message shapes
+// as the transformers.js backend, and tokenize with libllama. Sequences map to
 // llama.cpp sequence ids. The prompt cache lives in host memory, not in the KV cache: a closed sequence's
 // cells are copied out (llama_state_seq_get_data) and freed, and a later prompt that starts the same way
 // (system prompt, tools, the conversation so far) restores the longest saved or running prefix (a running
 // one's stream is copied whole, then cut). A fork (n choices) shares its parent's slot: choices run one after
-// another, and closing a fork cuts the slot back to the parent's tokens. Decoding goes through one
+// another, and closing a fork cuts the slot back to the parent's tokens (a recurrent model's state cannot be
+// cut: the fork saves the parent's and puts it back). Decoding goes through one
 // DecodeBatcher, so concurrent sequences share each llama_decode.
 import { Template } from "@huggingface/jinja";
 import { ChatPromptError } from "../../errors.ts";
@@ -41,8 +43,11 @@ interface Handle {
   /** Bound at the first prefill. */
   slot: Slot | null;
   keep: boolean;
-  /** A fork: the parent, and the slot's length to cut back to when the fork closes. */
-  fork?: { parent: Handle; length: number };
+  /**
+   * A fork: the parent, and the slot's length to cut back to when the fork closes (or, for a recurrent model,
+   * the parent's state to put back).
+   */
+  fork?: { parent: Handle; length: number; saved?: Uint8Array };
   /** A parent while its fork is open (its slot holds the fork's tokens). */
   suspended: boolean;
   /** Its place among the prefills waiting for a slot. */
@@ -72,7 +77,10 @@ export class LlamaChat implements ChatBackend {
   readonly chatTemplate: string | null;
   #pieceIds: Map<string, number> | null = null;
   readonly defaults: { temperature: number; topP: number; topK: number };
-  /** llama_decode runs on the worker's thread (a round may start inside `step`): events go out first. */
+  /**
+   * llama_decode runs on the worker's thread: the pipeline delivers a token's event before asking for the next
+   * step, so the worker's message with it is scheduled before the round that step joins.
+   */
   readonly stepsBlock = true;
   readonly batcher: DecodeBatcher;
   readonly sampleKernel: SampleKernel;
@@ -221,7 +229,11 @@ export class LlamaChat implements ChatBackend {
     this.#handles.set(handle, {
       slot: parent.slot,
       keep: parent.keep,
-      fork: { parent, length: parent.slot.tokens.length },
+      fork: {
+        parent,
+        length: parent.slot.tokens.length,
+        ...(this.model.recurrent ? { saved: this.ctx.saveSeq(parent.slot.id) } : {}),
+      },
       suspended: false,
     });
     return handle;
@@ -241,9 +253,12 @@ export class LlamaChat implements ChatBackend {
       return;
     }
     if (h.fork) {
-      // Back to the parent's tokens: the fork only added cells after them.
-      if (slot.tokens.length > h.fork.length) this.ctx.seqRm(slot.id, h.fork.length, -1);
-      slot.tokens.length = h.fork.length;
+      // Back to the parent's tokens: the fork only added cells after them (a KV cache cuts them; a recurrent
+      // state is put back as it was: its own stream, so there is room).
+      const { length, saved } = h.fork;
+      if (saved) this.ctx.seqRm(slot.id, 0, -1), this.ctx.restoreSeq(slot.id, saved);
+      else if (slot.tokens.length > length) this.ctx.seqRm(slot.id, length, -1);
+      slot.tokens.length = length;
       h.fork.parent.suspended = false;
       return;
     }
@@ -333,14 +348,20 @@ export class LlamaChat implements ChatBackend {
       if (len > best) best = len, saved = c, running = undefined;
     }
     let reuse = Math.min(best, target.length - 1);
+    // Whatever is held past the prefix is cut; a memory that cannot cut (a recurrent state) reads it all.
+    const cut = () => {
+      if (this.ctx.seqRm(slot.id, reuse, -1)) return;
+      this.ctx.seqRm(slot.id, 0, -1);
+      reuse = 0;
+    };
     if (running || saved) {
       this.#clear(slot);
       // Another stream's cells copy only whole (then cut to the prefix).
-      if (running) this.ctx.seqCp(running.id, slot.id, 0, -1), this.ctx.seqRm(slot.id, reuse, -1);
-      else if (this.ctx.restoreSeq(slot.id, saved!.data)) this.ctx.seqRm(slot.id, reuse, -1);
+      if (running) this.ctx.seqCp(running.id, slot.id, 0, -1), cut();
+      else if (this.ctx.restoreSeq(slot.id, saved!.data)) cut();
       else reuse = 0; // no room to restore into: read it all
     } else if (reuse < slot.tokens.length) {
-      this.ctx.seqRm(slot.id, reuse, -1);
+      cut();
     }
     slot.tokens = target.slice(0, reuse);
     const rest = target.slice(reuse);

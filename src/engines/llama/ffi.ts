@@ -27,12 +27,14 @@ const SYMBOLS = {
   },
   lshim_embed: { parameters: ["pointer", "buffer", "buffer", "i32", "buffer", "i32", "i32"], result: "i32" },
   lshim_sample: { parameters: ["buffer", "i32", "f64", "i32", "f64", "buffer"], result: "i32" },
-  lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "void" },
+  lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "i32" },
   lshim_seq_cp: { parameters: ["pointer", "i32", "i32", "i32", "i32", "i32"], result: "void" },
   lshim_chat_template: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
   lshim_bench: { parameters: ["pointer", "i32", "i32", "buffer"], result: "i32" },
   llama_model_meta_val_str: { parameters: ["pointer", "buffer", "buffer", "usize"], result: "i32" },
   llama_pooling_type: { parameters: ["pointer"], result: "i32" },
+  llama_model_is_recurrent: { parameters: ["pointer"], result: "bool" },
+  llama_model_is_hybrid: { parameters: ["pointer"], result: "bool" },
   llama_state_seq_get_size: { parameters: ["pointer", "i32"], result: "usize" },
   llama_free: { parameters: ["pointer"], result: "void" },
 } as const satisfies Deno.ForeignLibraryInterface;
@@ -155,6 +157,11 @@ export class LlamaModel {
   readonly offload: Offload | undefined;
   /** Whether the model has a GPU device: its calls take the process's GPU lock (native/llama_shim.c). */
   readonly gpu: boolean;
+  /**
+   * Whether its memory is a recurrent state (Mamba, RWKV) in whole or part (hybrids: Jamba, Granite 4, LFM2,
+   * Qwen3-Next): tokens can be added to it but not cut from its end.
+   */
+  readonly recurrent: boolean;
   #ptr: Deno.PointerValue;
 
   /**
@@ -169,6 +176,7 @@ export class LlamaModel {
     this.bytes = Math.round(out[0]);
     this.deviceBytes = Math.round(out[1]);
     this.offload = out[3] >= 0 ? { layers: out[2], of: out[3] } : undefined;
+    this.recurrent = sym.llama_model_is_recurrent(this.#ptr) || sym.llama_model_is_hybrid(this.#ptr);
     const i = new Int32Array(9);
     sym.lshim_model_info(this.#ptr, i);
     this.info = {
@@ -358,8 +366,9 @@ export class LlamaContext {
   }
 
   /** Drops positions [p0, p1) of a sequence (-1: open end). */
-  seqRm(seq: number, p0: number, p1: number): void {
-    this.model.sym.lshim_seq_rm(this.#ptr, seq, p0, p1, this.#gpu);
+  /** Whether the cells went: a recurrent model's state cannot lose a partial range (a whole sequence always can). */
+  seqRm(seq: number, p0: number, p1: number): boolean {
+    return this.model.sym.lshim_seq_rm(this.#ptr, seq, p0, p1, this.#gpu) !== 0;
   }
 
   /** A copy of one sequence's KV cells (llama_state_seq_get_data), to restore later with `restoreSeq`. */

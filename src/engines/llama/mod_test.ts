@@ -224,3 +224,43 @@ Deno.test("llama chat: a prefill waiting for a slot and closed first stops waiti
     await chat.dispose();
   }
 });
+
+Deno.test("llama chat: a memory that cannot cut a tail (recurrent state) forks by saving and reads prefixes anew", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(1));
+  const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+  const reference = async (ids: number[]) => {
+    const s = fresh.open();
+    const got = (await fresh.prefill(s, ids)).logits.slice();
+    fresh.close(s);
+    return got;
+  };
+  // chat-tiny's memory is a KV cache: make it behave as a recurrent state does (a partial cut refused, nothing
+  // removed; the whole sequence always goes).
+  (chat.model as { recurrent: boolean }).recurrent = true;
+  const cutWhole = chat.ctx.seqRm.bind(chat.ctx);
+  chat.ctx.seqRm = (seq, p0, p1) => p0 > 0 ? false : cutWhole(seq, p0, p1);
+  try {
+    const prompt = chat.render([{ role: "user", content: "Hi there!" }]);
+    const a = chat.open();
+    await chat.prefill(a, prompt);
+    const f = chat.fork(a);
+    await chat.step(f, 11);
+    await chat.step(f, 12);
+    chat.close(f);
+    // The parent's state is what it was before the fork's two tokens.
+    assert.ok(worstDiff((await chat.step(a, 13)).slice(), await reference([...prompt, 13])) < 1e-3);
+    chat.close(a);
+    // A later prompt sharing the saved prefix but not all of it: the saved state can't be cut back, so the
+    // prompt is read from scratch, with the logits of a fresh model.
+    const b = chat.open();
+    const other = [...prompt, 21];
+    const got = await chat.prefill(b, other);
+    assert.equal(got.cachedTokens, 0);
+    assert.ok(worstDiff(got.logits.slice(), await reference(other)) < 1e-3);
+    chat.close(b);
+  } finally {
+    await chat.dispose();
+    await fresh.dispose();
+  }
+});
