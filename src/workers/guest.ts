@@ -1,7 +1,7 @@
 // Owns the worker side of a loaded model: the entry point of the Worker that host.ts starts, one per model.
 // It loads the backend on this thread, runs chat jobs through the pipeline (src/chat/pipeline.ts) and
-// embedding batches, and posts the events of each round of work together, as soon as the round's tasks end. Cancels stop a job within a token. Errors
-// go back serialized; log lines go back to the server's logger.
+// embedding batches, and posts the events of each round of work together, as soon as the round's tasks end.
+// Cancels stop a job within a token. Errors go back serialized; log lines go back to the server's logger.
 import "./worker_env.ts";
 import { serializeError } from "../errors.ts";
 import type { Logger } from "../log.ts";

@@ -298,7 +298,7 @@ export class LlamaChat implements ChatBackend {
     return this.#handles.size > 0;
   }
 
-  /** A free slot now (the lowest: sequences decoded together are then consecutive ids), or the next one freed. */
+  /** A free slot now (the lowest: concurrent sequences get consecutive ids), or the next one freed. */
   #acquire(h: Handle): Slot | Promise<Slot> {
     const bind = (slot: Slot) => {
       slot.active = true;
