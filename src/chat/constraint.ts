@@ -34,11 +34,23 @@ const UTF8_DUE = 3;
 
 /** The vocabulary index of an engine's tokenizer, built on first use and kept while the tokenizer lives. */
 export function vocabIndexOf(
-  engine: Pick<ChatBackend, "tokenizerJson" | "eosIds" | "tokenBytes">,
+  engine:
+    & Pick<ChatBackend, "tokenizerJson" | "eosIds" | "tokenBytes">
+    & Partial<Pick<ChatBackend, "tokenId">>,
+  markers: readonly string[] = [],
 ): VocabIndex {
   if (engine.tokenBytes) {
     const bytes = engine.tokenBytes.bind(engine);
-    return VocabIndex.cached(engine, () => ({ tokens: bytes(), eos: [...engine.eosIds] }));
+    // The family's control-token markers are text the constraint may write (a forced Harmony call's
+    // `<|channel|>`), as the reader sees them; other control tokens are never allowed.
+    return VocabIndex.cached(engine, () => {
+      const tokens = [...bytes()];
+      for (const m of markers) {
+        const id = engine.tokenId?.(m);
+        if (id !== undefined && tokens[id] === null) tokens[id] = new TextEncoder().encode(m);
+      }
+      return { tokens, eos: [...engine.eosIds] };
+    });
   }
   const json = engine.tokenizerJson;
   if (json === null || typeof json !== "object") {

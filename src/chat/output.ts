@@ -1,7 +1,9 @@
 // Owns the per-choice output parser a chat request plugs into the engine (issue 7): the tool-call parser when
-// calls are read from the output (tools/), limited to the calls the request allows (parallel_tool_calls false:
-// the first one; tool_choice none: none, their markup still kept out of the content), and the finish reason:
-// "tool_calls" when a call was kept, "length" when the constraint had to close the output early.
+// calls are read from the output (formats/, tools/), limited to the calls the request allows
+// (parallel_tool_calls false: the first one), and the finish reason: "tool_calls" when a call was kept,
+// "length" when the constraint had to close the output early. Under tool_choice none (maxCalls 0) the
+// call-opening tokens are masked; a call the model writes all the same comes back as text,
+// `{"name": ..., "arguments": ...}`, never dropped (issue 30: a reply must not vanish).
 import type { ChatDelta, ChatFinishReason, ChatOutputParser } from "../engines/types.ts";
 
 export interface ChoiceOutputOptions {
@@ -28,13 +30,37 @@ export class ChoiceOutput implements ChatOutputParser {
 
   end(): ChatDelta[] {
     const out = this.tools ? this.#filter(this.tools.end()) : [];
+    if (this.#asText) out.push({ content: "}" }), this.#asText = false;
     if (this.opts.truncated?.()) this.finishReason = "length";
     else if (this.#kept > 0) this.finishReason = "tool_calls";
     return out;
   }
 
+  /** tool_choice none: a call as text; its object is open until the next call or the end. */
+  #asText = false;
+
+  #textOf(d: ChatDelta): string {
+    let t = "";
+    for (const c of d.toolCalls ?? []) {
+      if (c.name !== undefined) {
+        t += `${this.#asText ? "}\n" : ""}{"name": ${JSON.stringify(c.name)}, "arguments": `;
+        this.#asText = true;
+      }
+      t += c.arguments ?? "";
+    }
+    return t;
+  }
+
   #filter(deltas: ChatDelta[]): ChatDelta[] {
     const out: ChatDelta[] = [];
+    if (this.opts.maxCalls === 0) {
+      for (const d of deltas) {
+        const text = (d.content ?? "") + this.#textOf(d);
+        if (d.reasoning !== undefined) out.push({ reasoning: d.reasoning });
+        if (text) out.push({ content: text });
+      }
+      return out;
+    }
     for (const d of deltas) {
       if (!d.toolCalls) {
         out.push(d);

@@ -46,7 +46,11 @@ Deno.test("ChoiceOutput: all calls, one call, none", () => {
   const none = new ChoiceOutput(new ToolOutputParser(undefined, ids), { maxCalls: 0 });
   const noneDeltas = feed(none, text);
   assert.ok(noneDeltas.every((d) => !d.toolCalls));
-  assert.equal(noneDeltas.map((d) => d.content ?? "").join(""), "Sure.");
+  // Issue 30: a call written under tool_choice none comes back as text, never dropped.
+  assert.equal(
+    noneDeltas.map((d) => d.content ?? "").join(""),
+    'Sure.{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"name": "get_weather", "arguments": {"city": "Rome"}}',
+  );
   assert.equal(none.finishReason, undefined);
 });
 

@@ -23,9 +23,12 @@ import { callOrResponseGrammar, checkTools, forcedCallGrammar, responseGrammar }
 import { ChoiceOutput } from "./output.ts";
 import { applyBiasAndPenalties, logprobsOf, Rng, Sampler, TokenCounts } from "./sampler.ts";
 import { IncrementalDecoder, StopFilter } from "./text.ts";
-import { detectToolFormat, ToolOutputParser } from "./tools/mod.ts";
+import type { MarkerDecoder } from "./formats/wiring.ts";
+import { HERMES, ToolOutputParser } from "./tools/mod.ts";
 import { promptIds, promptParam } from "./prompt.ts";
-import { ReasoningSplitter, templateThinks, THINK_CLOSE, THINK_OPEN, ThinkingGate } from "./reasoning.ts";
+import { ReasoningSplitter, ThinkingGate } from "./reasoning.ts";
+import { detectFamily, type Family, FamilyOutputParser, isLegacy, reasoningTags } from "./formats/mod.ts";
+import { bannedOpeners, markerDecoder, nativeLayout, parseContext } from "./formats/wiring.ts";
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -44,26 +47,34 @@ export function checkJob(job: ChatJob, log?: Logger): void {
 /** The plug-ins of one job: per-choice constraint and output parser factories. */
 interface Plugins {
   processor?: (choice: number) => BudgetedConstraint;
-  /** The `<think>` token a gated constraint keeps allowed before the output shows whether it thinks. */
+  /** The reasoning block's opening token a gated constraint keeps allowed before the output shows whether it thinks. */
   thinkOpenId?: number | undefined;
   parser?: (choice: number) => ChatOutputParser;
+  /** Tokens never sampled (tool_choice none: the family's call-opening tokens). */
+  banned?: number[];
 }
 
 /**
  * The constraint and the parser that reads calls out of the output. A forced call is constrained (a format
- * then applies to the plain answer after the tool results, a later request); with tools offered under auto and
- * a response_format, the output is calls or the document, one grammar, and calls are read out of it; with a
- * response_format alone the reply is the JSON document and nothing in it is read as a call.
+ * then applies to the plain answer after the tool results, a later request), in the family's own layout where
+ * the constraint can write it, else in Hermes' JSON layout read back by the Hermes reader; with tools offered
+ * under auto and a response_format, the output is calls or the document, one grammar, and calls are read out
+ * of it; with a response_format alone the reply is the JSON document and nothing in it is read as a call.
+ * A family that frames every reply (Harmony's channels) is always read, tools or not.
  */
 function plugins(
   backend: ChatBackend,
   job: ChatJob,
   maxTokens: number,
   thinkOpenId: number | undefined,
+  family: Family,
   log?: Logger,
 ): Plugins {
   const { tools } = job;
-  const format = detectToolFormat(backend.chatTemplate);
+  const native = nativeLayout(family, backend.chatTemplate);
+  const format = native ?? HERMES;
+  // Without a layout of its own the forced grammar writes Hermes' JSON, so Hermes' reader reads it back.
+  const reader = (tools.forced || (!tools.forced && job.responseFormat)) && !native ? null : family;
   const either = !tools.forced && job.responseFormat
     ? callOrResponseGrammar(tools, format, job.responseFormat, log)
     : null;
@@ -71,14 +82,16 @@ function plugins(
     ? forcedCallGrammar(tools, format)
     : either ?? responseGrammar(job.responseFormat, log);
   const parseCalls = tools.parse && (tools.forced !== null || either !== null || grammar === null);
-  if (!grammar && !parseCalls) return {};
-  const constraints: BudgetedConstraint[] = [];
+  const framed = family.ownsReasoning === true && grammar === null;
   const out: Plugins = {};
+  if (tools.maxCalls === 0 && tools.declared.length > 0) out.banned = bannedOpeners(backend, family);
+  if (!grammar && !parseCalls && !framed) return out;
+  const constraints: BudgetedConstraint[] = [];
   if (grammar) {
     const param = tools.forced ? "tool_choice" : "response_format";
     let index;
     try {
-      index = vocabIndexOf(backend);
+      index = vocabIndexOf(backend, family.markers);
     } catch (e) {
       throw new InvalidRequest(
         `The model \`${backend.entry.id}\` does not support constrained decoding: ${(e as Error).message}`,
@@ -89,8 +102,15 @@ function plugins(
     out.processor = (i) => constraints[i] = new BudgetedConstraint(grammar, index, maxTokens);
     out.thinkOpenId = thinkOpenId;
   }
+  const ctx = parseContext(tools);
+  const read = (): ChatOutputParser | null => {
+    if (!parseCalls && !framed) return null;
+    const f = reader ?? null;
+    if (!f) return new ToolOutputParser(HERMES);
+    return isLegacy(f) ? new ToolOutputParser(f.legacy) : new FamilyOutputParser(f, ctx);
+  };
   out.parser = (i) =>
-    new ChoiceOutput(parseCalls ? new ToolOutputParser(format) : null, {
+    new ChoiceOutput(read(), {
       maxCalls: tools.maxCalls,
       truncated: () => constraints[i]?.truncated ?? false,
     });
@@ -191,11 +211,20 @@ export async function* runChat(
   );
   const sampling = samplingOf(backend, job);
   const unused = unusedFields(backend, job);
-  // Thinking blocks are read out of chat replies of models whose template has them.
-  const think = !job.prompt && templateThinks(backend.chatTemplate)
-    ? { open: /<think>\s*$/.test(backend.decode(ids.slice(-4))), openId: backend.tokenId(THINK_OPEN) }
+  const family = detectFamily(backend.chatTemplate);
+  // Thinking blocks are read out of chat replies of models whose template has them (a family that frames
+  // its reasoning itself reads it in its own reader).
+  const tags = job.prompt || family.ownsReasoning ? null : reasoningTags(backend.chatTemplate);
+  const think = tags
+    ? {
+      tags,
+      open: backend.decode(ids.slice(-4)).trimEnd().endsWith(tags.open),
+      openId: backend.tokenId(tags.open),
+      closeId: backend.tokenId(tags.close),
+    }
     : null;
-  const plug = plugins(backend, job, maxTokens, think?.openId, log);
+  const plug = plugins(backend, job, maxTokens, think?.openId, family, log);
+  const decode = markerDecoder(backend, job.prompt ? [] : family.markers);
   checkAbort(signal);
 
   const base = backend.open({ keep: job.keepCache === true });
@@ -226,7 +255,7 @@ export async function* runChat(
     const state = new DecodeState(backend, first.length, job.logprobs !== null);
     for (let choice = 0; choice < job.n; choice++) {
       const seq = choice === job.n - 1 ? base : backend.fork(base);
-      const splitter = think ? new ReasoningSplitter(think.open) : null;
+      const splitter = think ? new ReasoningSplitter(think.open, think.tags) : null;
       try {
         yield* decodeChoice(
           backend,
@@ -240,6 +269,8 @@ export async function* runChat(
           plug,
           state,
           splitter,
+          think?.closeId,
+          decode,
           signal,
         );
       } finally {
@@ -314,6 +345,8 @@ async function* decodeChoice(
   plug: Plugins,
   st: DecodeState,
   splitter: ReasoningSplitter | null,
+  closeId: number | undefined,
+  decode: MarkerDecoder,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<ChatEvent> {
   const { raw, sampler, counts } = st;
@@ -324,12 +357,7 @@ async function* decodeChoice(
     ? new ThinkingGate(constraint, splitter, plug.thinkOpenId)
     : constraint;
   const parser = plug.parser?.(choice);
-  const detok = new IncrementalDecoder(
-    (x) => x.length ? backend.decode(x) : "",
-    promptIds,
-    // Bytes as text: a token that decodes to nothing (a special one) adds none.
-    (id) => backend.decode([id]) === "" ? [] : backend.tokenText(id).bytes,
-  );
+  const detok = new IncrementalDecoder(decode.decode, promptIds, decode.bytesOf);
   const stop = new StopFilter(job.stop);
   /** Logprob entries not yet attached to emitted text, with the text offset where each token began. */
   const pendingLp: { start: number; lp: ChatTokenLogprob }[] = [];
@@ -353,12 +381,12 @@ async function* decodeChoice(
       if (!mustEnd && (job.ignoreEos || generated < job.minTokens)) {
         for (const id of backend.eosIds) row[id] = -Infinity;
       }
+      if (plug.banned) { for (const id of plug.banned) row[id] = -Infinity; }
       // The thinking budget is spent: the block's closing token comes next (when it is one token).
       if (
         splitter?.phase === "thinking" && job.thinkingBudget != null && reasoningTokens >= job.thinkingBudget
       ) {
-        const close = backend.tokenId(THINK_CLOSE);
-        if (close !== undefined) row.fill(-Infinity), row[close] = 0;
+        if (closeId !== undefined) row.fill(-Infinity), row[closeId] = 0;
       }
       const token = sampler.sample(row, sampling, rng);
       generated++;
@@ -403,6 +431,8 @@ async function* decodeChoice(
         const lps = raw ? takeLogprobs(pendingLp, finish ? Infinity : emitted) : null;
         const content = split ? split.content : visible;
         const deltas: ChatDelta[] = parser ? parser.push(content) : content ? [{ content }] : [];
+        // A family that frames its own reasoning: a token whose text went to reasoning counts as one.
+        if (!splitter && deltas.some((d) => d.reasoning)) reasoningTokens++;
         if (split?.reasoning) deltas.unshift({ reasoning: split.reasoning });
         if (deltas.length === 0 && lps?.length) deltas.push({ content: "" });
         for (let i = 0; i < deltas.length; i++) {

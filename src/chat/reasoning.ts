@@ -7,6 +7,7 @@ import type { ChatLogitsProcessor } from "../engines/types.ts";
 
 export const THINK_OPEN = "<think>";
 export const THINK_CLOSE = "</think>";
+const DEFAULT_TAGS = { open: THINK_OPEN, close: THINK_CLOSE };
 
 /** Whether a chat template writes or strips thinking blocks. */
 export function templateThinks(template: string | null): boolean {
@@ -39,8 +40,11 @@ export class ReasoningSplitter {
   /** A block was opened (so the answer's leading whitespace belongs to the block's end). */
   #thought = false;
 
-  /** `open`: the prompt already opened the block (a template that ends its generation prompt in `<think>`). */
-  constructor(open: boolean) {
+  /**
+   * `open`: the prompt already opened the block (a template that ends its generation prompt in `<think>`).
+   * `tags`: the family's block tags (Magistral writes `[THINK]...[/THINK]`).
+   */
+  constructor(open: boolean, readonly tags: { open: string; close: string } = DEFAULT_TAGS) {
     this.phase = open ? "thinking" : "start";
     this.#thought = open;
   }
@@ -52,13 +56,13 @@ export class ReasoningSplitter {
     while (rest) {
       if (this.phase === "start") {
         const lead = rest.trimStart();
-        if (lead.startsWith(THINK_OPEN)) {
+        if (lead.startsWith(this.tags.open)) {
           this.phase = "thinking";
           this.#thought = true;
-          rest = lead.slice(THINK_OPEN.length);
+          rest = lead.slice(this.tags.open.length);
           continue;
         }
-        if (THINK_OPEN.startsWith(lead)) {
+        if (this.tags.open.startsWith(lead)) {
           this.#held = rest; // whitespace, or a tag still arriving
           return out;
         }
@@ -66,9 +70,9 @@ export class ReasoningSplitter {
         this.#answering = true; // no block: the text is the model's own, untouched
       }
       if (this.phase === "thinking") {
-        const end = rest.indexOf(THINK_CLOSE);
+        const end = rest.indexOf(this.tags.close);
         const body = end < 0 ? rest : rest.slice(0, end);
-        const keep = end < 0 ? partialTag(body, THINK_CLOSE) : 0;
+        const keep = end < 0 ? partialTag(body, this.tags.close) : 0;
         let emit = body.slice(0, body.length - keep);
         if (!this.#started) emit = emit.trimStart();
         const trimmed = emit.trimEnd();
@@ -80,7 +84,7 @@ export class ReasoningSplitter {
         }
         if (end < 0) return out;
         this.phase = "answer";
-        rest = rest.slice(end + THINK_CLOSE.length);
+        rest = rest.slice(end + this.tags.close.length);
         continue;
       }
       if (!this.#answering) {

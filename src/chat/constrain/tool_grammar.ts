@@ -72,11 +72,16 @@ export function toolCallGrammar(
       }
       ignored.push(...c.ignored);
       argNodes.push([i, args]);
-      calls.push(f.obj(
-        [f.prop("name", f.lit([JSON.stringify(t.name)]), true), f.prop(format.argsKey, args, true)],
-        null,
-        opts.whitespace ?? 1,
-      ));
+      calls.push(
+        format.nameAfter !== undefined ? f.seq([f.lit([t.name + format.nameAfter]), args]) : f.obj(
+          [
+            f.prop(format.nameKey ?? "name", f.lit([JSON.stringify(t.name)]), true),
+            f.prop(format.argsKey, args, true),
+          ],
+          null,
+          opts.whitespace ?? 1,
+        ),
+      );
     }
     const call = calls.length === 1 ? calls[0] : f.alt(calls);
     const seq = (parts: (string | Node)[]): Node => {

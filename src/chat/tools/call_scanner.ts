@@ -40,7 +40,10 @@ export class CallScanner {
   /** Arguments text produced since the last take(). */
   #out = "";
 
-  constructor(readonly argsKeys: readonly string[] = ["arguments", "parameters"]) {}
+  constructor(
+    readonly argsKeys: readonly string[] = ["arguments", "parameters"],
+    readonly nameKeys: readonly string[] = ["name"],
+  ) {}
 
   /** Arguments text that became available since the last call. */
   take(): string {
@@ -152,7 +155,7 @@ export class CallScanner {
   }
 
   #endValue(): void {
-    if (this.#key === "name" && this.name === null) {
+    if (this.nameKeys.includes(this.#key) && this.name === null) {
       if (this.#kind === "string") {
         try {
           this.name = String(JSON.parse(this.#val));

@@ -3,7 +3,8 @@
 // and the output parser (tool_parser.ts) reads it back, tolerating the usual variations.
 
 export interface ToolCallFormat {
-  readonly name: "hermes" | "mistral" | "llama3";
+  /** hermes, mistral, llama3, or a family's own layout (formats/wiring.ts). */
+  readonly name: string;
   /** Written once before the calls (parser: the marker that starts tool-call mode; "" = none). */
   readonly prefix: string;
   /** Written around each call object. */
@@ -15,6 +16,13 @@ export interface ToolCallFormat {
   readonly suffix: string;
   /** The member holding the arguments in the call object. */
   readonly argsKey: "arguments" | "parameters";
+  /** The member holding the name (default "name"; Command R/A: "tool_name"). */
+  readonly nameKey?: string;
+  /**
+   * The name is written as it is, outside the arguments, followed by this text and then the arguments'
+   * JSON (DeepSeek, Mistral v11, Harmony, Kimi): there is no call object.
+   */
+  readonly nameAfter?: string;
   /** Whether the template family has parallel calls at all. */
   readonly parallel: boolean;
 }

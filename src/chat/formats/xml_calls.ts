@@ -1,0 +1,138 @@
+// Owns the families whose calls carry their arguments as tagged key/value pairs rather than JSON, and the
+// section formats with a name token then JSON: Qwen3-Coder (`<tool_call>\n<function=NAME>\n<parameter=K>\nV
+// \n</parameter>\n</function>\n</tool_call>`, a JSON call object inside `<tool_call>` read too), GLM 4.5-4.7
+// (`<tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n</tool_call>`) and Kimi K2
+// (`<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}
+// <|tool_call_end|><|tool_calls_section_end|>`). Tagged values are typed by the tool's parameter schema
+// (text for strings, JSON where it reads otherwise). Arguments grow a pair at a time while streaming.
+import {
+  argumentsText,
+  type Family,
+  joinText,
+  paramSchema,
+  type ParseContext,
+  type ReadCall,
+  type ReadOutput,
+  settled,
+  typedValue,
+} from "./family.ts";
+import { readJsonCalls } from "./json_calls.ts";
+
+/** `{"k": v, ...` of the pairs read so far, closed with `}` once the call is whole. */
+function pairsJson(pairs: [string, unknown][], whole: boolean): string {
+  const body = pairs.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ");
+  return whole ? `{${body}}` : pairs.length ? `{${body}` : "";
+}
+
+/**
+ * Reads blocks `open ... close` out of the text: `readBlock` turns a block's inside into a call (null: not
+ * a call; it stays as text). Text between blocks is content.
+ */
+function readBlocks(
+  text: string,
+  partial: boolean,
+  open: string,
+  close: string,
+  readBlock: (inside: string, whole: boolean) => ReadCall | null,
+): ReadOutput {
+  const out: ReadOutput = { reasoning: "", content: "", calls: [] };
+  let s = text;
+  for (;;) {
+    const at = s.indexOf(open);
+    if (at < 0) {
+      out.content = joinText(out.content, settled(s, partial, [open]));
+      return out;
+    }
+    const inside0 = at + open.length;
+    const end = s.indexOf(close, inside0);
+    const inside = s.slice(inside0, end < 0 ? undefined : end);
+    const call = readBlock(end < 0 ? settled(inside, partial, [close]) : inside, end >= 0 || !partial);
+    if (call) {
+      out.content = joinText(out.content, s.slice(0, at));
+      out.calls.push(call);
+    } else if (end >= 0 || !partial) {
+      // Not a call after all: the block is text as written.
+      out.content = joinText(out.content, s.slice(0, end < 0 ? undefined : end + close.length));
+    } else out.content = joinText(out.content, s.slice(0, at));
+    if (end < 0) return out;
+    s = s.slice(end + close.length);
+  }
+}
+
+function qwenCoderBlock(inside: string, whole: boolean, ctx: ParseContext): ReadCall | null {
+  const t = inside.trimStart();
+  if (t.startsWith("{")) {
+    const r = readJsonCalls(t);
+    return r.ok && r.calls.length === 1 ? r.calls[0] : null;
+  }
+  const fn = /^<function=([^>\n]+)>/.exec(t);
+  if (!fn) return null;
+  const name = fn[1].trim();
+  const pairs: [string, unknown][] = [];
+  const re = /<parameter=([^>\n]+)>\n?([\s\S]*?)\n?<\/parameter>/g;
+  let m;
+  while ((m = re.exec(t))) pairs.push([m[1].trim(), typedValue(m[2], paramSchema(ctx, name, m[1].trim()))]);
+  return { name, arguments: pairsJson(pairs, whole) };
+}
+
+function glmBlock(inside: string, whole: boolean, ctx: ParseContext): ReadCall | null {
+  const t = inside.trimStart();
+  const nl = t.search(/\n|<arg_key>/);
+  if (nl < 0) return whole && t.trim() && !t.includes("<") ? { name: t.trim(), arguments: "{}" } : null;
+  const name = t.slice(0, nl).trim();
+  if (!name || name.startsWith("{")) return null;
+  const pairs: [string, unknown][] = [];
+  const re = /<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)<\/arg_value>/g;
+  let m;
+  while ((m = re.exec(t))) pairs.push([m[1].trim(), typedValue(m[2], paramSchema(ctx, name, m[1].trim()))]);
+  return { name, arguments: pairsJson(pairs, whole) };
+}
+
+export const QWEN3_CODER: Family = {
+  name: "qwen3_coder",
+  markers: [],
+  callOpeners: ["<tool_call>"],
+  parse: (text, partial, ctx) =>
+    readBlocks(text, partial, "<tool_call>", "</tool_call>", (b, w) => qwenCoderBlock(b, w, ctx)),
+};
+
+export const GLM: Family = {
+  name: "glm",
+  markers: [],
+  callOpeners: ["<tool_call>"],
+  parse: (text, partial, ctx) =>
+    readBlocks(text, partial, "<tool_call>", "</tool_call>", (b, w) => glmBlock(b, w, ctx)),
+};
+
+const KIMI_SECTION = "<|tool_calls_section_begin|>";
+const KIMI_SECTION_END = "<|tool_calls_section_end|>";
+const KIMI_CALL = "<|tool_call_begin|>";
+const KIMI_ARGS = "<|tool_call_argument_begin|>";
+const KIMI_END = "<|tool_call_end|>";
+
+function kimiBlock(inside: string, whole: boolean): ReadCall | null {
+  const a = inside.indexOf(KIMI_ARGS);
+  if (a < 0) return null;
+  const id = inside.slice(0, a).trim();
+  const name = id.replace(/^functions\./, "").replace(/:\d+$/, "");
+  if (!name) return null;
+  const args = inside.slice(a + KIMI_ARGS.length);
+  return { name, arguments: whole ? argumentsText(args) : args };
+}
+
+export const KIMI: Family = {
+  name: "kimi_k2",
+  markers: [KIMI_SECTION, KIMI_SECTION_END, KIMI_CALL, KIMI_ARGS, KIMI_END],
+  callOpeners: [KIMI_SECTION, KIMI_CALL],
+  parse(text, partial) {
+    const r = readBlocks(
+      text.replaceAll(KIMI_SECTION, "").replaceAll(KIMI_SECTION_END, ""),
+      partial,
+      KIMI_CALL,
+      KIMI_END,
+      kimiBlock,
+    );
+    r.content = settled(r.content, partial, [KIMI_SECTION, KIMI_SECTION_END]);
+    return r;
+  },
+};
