@@ -45,7 +45,12 @@ export async function ensureGenerated(
 
 export async function ensureModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
   const { CHAT_TINY_VARIANTS } = await import("./models/chat_tiny_layouts.ts");
-  return ensureGenerated({ ...GENERATORS, ...CHAT_TINY_VARIANTS }, GENERATED_DIR, opts);
+  const { PLAYBACK_GENERATORS } = await import("./models/playback.ts");
+  return ensureGenerated(
+    { ...GENERATORS, ...CHAT_TINY_VARIANTS, ...PLAYBACK_GENERATORS },
+    GENERATED_DIR,
+    opts,
+  );
 }
 
 if (import.meta.main) {

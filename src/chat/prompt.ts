@@ -3,6 +3,8 @@
 // has FIM tokens (StarCoder/Qwen2.5-Coder/DeepSeek-Coder spellings), refused otherwise.
 import { ChatPromptError, InvalidRequest } from "../errors.ts";
 import type { ChatBackend, ChatJob } from "../engines/types.ts";
+import { detectFamily } from "./formats/mod.ts";
+import { templateRendersTools, withToolInstructions } from "./formats/instructions.ts";
 
 /** Prefix, suffix and middle tokens, in the prefix-suffix-middle order each family's models were trained on. */
 const FIM_SPELLINGS: readonly [string, string, string][] = [
@@ -30,7 +32,13 @@ export function promptIds(backend: ChatBackend, job: ChatJob): number[] {
   let ids: number[];
   if (!raw) {
     try {
-      ids = backend.render(job.messages, job.tools.offered, {
+      // A template with no place for tools gets them in the system message, in its family's syntax.
+      const offered = job.tools.offered;
+      const inline = offered?.length && !templateRendersTools(backend.chatTemplate);
+      const messages = inline
+        ? withToolInstructions(job.messages, detectFamily(backend.chatTemplate), offered)
+        : job.messages;
+      ids = backend.render(messages, inline ? undefined : offered, {
         ...(job.thinking === undefined ? {} : { thinking: job.thinking }),
         ...(job.reasoningEffort === undefined ? {} : { reasoningEffort: job.reasoningEffort }),
       });

@@ -268,10 +268,9 @@ export function bpeTokenizerMeta(json: {
   model: { vocab: Record<string, number>; merges: (string | [string, string])[] };
   added_tokens?: { id: number; content: string; special: boolean }[];
 }): TokenizerMeta {
-  const size = Math.max(
-    ...Object.values(json.model.vocab),
-    ...(json.added_tokens ?? []).map((t) => t.id),
-  ) + 1;
+  let size = 0;
+  for (const id of Object.values(json.model.vocab)) size = Math.max(size, id + 1);
+  for (const t of json.added_tokens ?? []) size = Math.max(size, t.id + 1);
   const tokens = new Array<string>(size).fill("");
   const types = new Array<number>(size).fill(1);
   for (const [t, id] of Object.entries(json.model.vocab)) tokens[id] = t;

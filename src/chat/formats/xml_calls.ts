@@ -9,6 +9,7 @@ import {
   argumentsText,
   type Family,
   joinText,
+  jsonEnd,
   paramSchema,
   type ParseContext,
   type ReadCall,
@@ -44,7 +45,10 @@ function readBlocks(
       return out;
     }
     const inside0 = at + open.length;
-    const end = s.indexOf(close, inside0);
+    // A JSON call inside the block ends where its object does (its strings may hold anything, the close tag too).
+    const lead = s.slice(inside0).search(/\S/);
+    const json = lead >= 0 && s[inside0 + lead] === "{" ? jsonEnd(s, inside0 + lead) : null;
+    const end = json === -1 ? -1 : s.indexOf(close, json ?? inside0);
     const inside = s.slice(inside0, end < 0 ? undefined : end);
     const call = readBlock(end < 0 ? settled(inside, partial, [close]) : inside, end >= 0 || !partial);
     if (call) {

@@ -12,7 +12,12 @@
 import { Template } from "@huggingface/jinja";
 import { ChatPromptError } from "../../errors.ts";
 import { tokenDisplayText } from "../byte_level.ts";
-import { templateMessage, templateTool } from "../template_view.ts";
+import {
+  type TemplateConventions,
+  templateConventions,
+  templateMessage,
+  templateTool,
+} from "../template_view.ts";
 import type {
   ChatBackend,
   ChatMessage,
@@ -96,6 +101,8 @@ export class LlamaChat implements ChatBackend {
   #nextHandle = 1;
   readonly #template: Template | null;
   readonly #special: Record<string, string>;
+  /** The template splices tool-call arguments into text (template_view.ts). */
+  #conv: TemplateConventions | undefined;
   /** Bytes of each token as text (control tokens: none). */
   readonly #text: Uint8Array[];
   /** Bytes of each token with control tokens spelled out (logprobs show them). */
@@ -171,8 +178,10 @@ export class LlamaChat implements ChatBackend {
     }
     let text: string;
     try {
-      text = this.#template.render({
-        messages: messages.map(templateMessage),
+      const template = this.#template;
+      this.#conv ??= templateConventions((v) => template.render({ ...this.#special, ...v }));
+      text = template.render({
+        messages: messages.map((m) => templateMessage(m, this.#conv)),
         add_generation_prompt: true,
         tools: tools?.length ? tools.map(templateTool) : null,
         documents: null,

