@@ -65,7 +65,8 @@ export function templateConventions(render: (vars: Record<string, unknown>) => s
       {
         role: "assistant",
         content,
-        tool_calls: [{ id: "call_probe", type: "function", function: { name: "probe_fn", arguments: args } }],
+        // Nine letters and digits: Mistral's templates refuse any other id.
+        tool_calls: [{ id: "probe0001", type: "function", function: { name: "probe_fn", arguments: args } }],
       },
     ];
     try {

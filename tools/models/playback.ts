@@ -9,7 +9,8 @@
 // positions a reply is generated at (prompt length - 1 onwards, known from rendering the scenario with the
 // template and the real tokenizer) each get a one-hot slot, and the output row of the token due at that
 // position reads that slot. After the final layer norm the slot is ~sqrt(width) and every other token's
-// logit is <= 0, so greedy decoding plays the reply back token for token, then the family's end token.
+// logit is <= 0 (but "OK", the second choice everywhere, at half), so greedy decoding plays the reply back
+// token for token, then the family's end token.
 // Scenarios of one model must not overlap in positions (the generator checks); the prompt token counts are
 // written to playback.json for the tests to compare with `usage.prompt_tokens`.
 //
@@ -23,7 +24,7 @@ import { GPT_OSS_TEMPLATE, QWEN3_CODER_TEMPLATE } from "./family_templates.ts";
 import { detectFamily } from "../../src/chat/formats/mod.ts";
 import { templateRendersTools, withToolInstructions } from "../../src/chat/formats/instructions.ts";
 
-export const VERSION = "playback-1";
+export const VERSION = "playback-2";
 
 const CTX = 2048;
 
@@ -45,6 +46,14 @@ const PKGS = {
   deepseek_v3: LENML(
     "deepseek_v3",
     "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q==",
+  ),
+  mistral_nemo: LENML(
+    "mistral_nemo",
+    "sha512-zOwMgptc11+ZLExjQ0/fEvvu1iXehEaK2ZJ9Cx5tmX8qK6tytdhggq3qEuO3+hjIghapCySfgGm0fueB0iQxcw==",
+  ),
+  llama3_1: LENML(
+    "llama3_1",
+    "sha512-t4znctvShSQXR7vNoeZcxQ6p06ZrDZsxnx+JxGonc0Yuo4iupvXpIZNs0PeITu83Yws+9sD1jfu9DG5tWjozhg==",
   ),
   gptoss: LENML(
     "gptoss",
@@ -69,6 +78,7 @@ export interface Expect {
 }
 
 export interface Scenario {
+  /** "none": the conversation tool_choice none renders (no tools), for that test only. */
   id: string;
   messages: WireMessage[];
   /** Tools offered (tool_choice auto). */
@@ -164,7 +174,7 @@ export const FAMILIES: PlaybackFamily[] = [
       },
       {
         id: "after_tool",
-        messages: callTurn("call_1", '{"city": "Paris"}'),
+        messages: callTurn("call00001", '{"city": "Paris"}'),
         tools: true,
         reply: "<think>\nThe tool says sunny.\n</think>\n\nIt is sunny in Paris, 22 °C.",
         expect: { reasoning: "The tool says sunny.", content: "It is sunny in Paris, 22 °C." },
@@ -197,7 +207,7 @@ export const FAMILIES: PlaybackFamily[] = [
       },
       {
         id: "after_tool",
-        messages: callTurn("call_1", '{"city": "Paris"}'),
+        messages: callTurn("call00001", '{"city": "Paris"}'),
         tools: true,
         reply: "It is sunny in Paris, 22 °C.",
         expect: { content: "It is sunny in Paris, 22 °C." },
@@ -235,7 +245,7 @@ export const FAMILIES: PlaybackFamily[] = [
       },
       {
         id: "after_tool",
-        messages: callTurn("call_1", '{"city": "Paris"}'),
+        messages: callTurn("call00001", '{"city": "Paris"}'),
         tools: true,
         reply: "It is sunny in Paris, 22 °C.",
         expect: { content: "It is sunny in Paris, 22 °C." },
@@ -268,10 +278,61 @@ export const FAMILIES: PlaybackFamily[] = [
       },
       {
         id: "after_tool",
-        messages: callTurn("call_1", '{"city": "Paris"}'),
+        messages: callTurn("call00001", '{"city": "Paris"}'),
         tools: true,
         reply: "<|channel|>final<|message|>It is sunny in Paris, 22 °C.",
         expect: { content: "It is sunny in Paris, 22 °C." },
+      },
+    ],
+  },
+  {
+    name: "playback-mistral-nemo",
+    pkg: PKGS.mistral_nemo,
+    pre: "tekken",
+    eos: "</s>",
+    scenarios: [
+      {
+        id: "call",
+        messages: [ASK_PARIS],
+        tools: true,
+        reply: '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        expect: { calls: [PARIS] },
+      },
+      {
+        id: "parallel",
+        messages: [ASK_BOTH],
+        tools: true,
+        reply: '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, ' +
+          '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]',
+        expect: { calls: [PARIS, ROME] },
+      },
+      {
+        id: "after_tool",
+        messages: callTurn("call00001", '{"city": "Paris"}'),
+        tools: true,
+        reply: "It is sunny in Paris, 22 °C.",
+        expect: { content: "It is sunny in Paris, 22 °C." },
+      },
+    ],
+  },
+  {
+    name: "playback-llama3-1",
+    pkg: PKGS.llama3_1,
+    pre: "llama-bpe",
+    eos: "<|eot_id|>",
+    scenarios: [
+      {
+        id: "call",
+        messages: [ASK_PARIS],
+        tools: true,
+        reply: '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+        expect: { calls: [PARIS] },
+      },
+      {
+        id: "answer",
+        messages: [ASK_HELLO],
+        reply: "你好！👋 Nice to meet you.",
+        expect: { content: "你好！👋 Nice to meet you." },
       },
     ],
   },
@@ -431,21 +492,24 @@ export async function generateFamily(fam: PlaybackFamily, outDir: string): Promi
   // Every scenario: its prompt, the positions its reply is generated at and the token due at each.
   const due = new Map<number, number>();
   const out = [];
-  for (const sc0 of fam.scenarios) {
+  // tool_choice "none" offers no tools: the call scenario's conversation without them, where the model writes
+  // its call all the same (as the issue saw chat-tiny do); the server masks the opener and "OK" comes instead.
+  const call = fam.scenarios.find((x) => x.id === "call");
+  const none: Scenario[] = call ? [{ ...call, id: "none", tools: false, expect: {} }] : [];
+  for (const sc0 of [...fam.scenarios, ...none]) {
     const reply = [
       ...Array.from(tok.encode(sc0.reply, { add_special_tokens: false }) as number[], Number),
       idOf(sc0.end ?? fam.eos),
     ];
     // Replies of one model must not share positions: a scenario whose reply would run into another's gets
-    // a system message, longer each time, until it fits (the tests send the messages written to playback.json).
+    // a longer first user message (" Thanks!" repeated) until it fits (the tests send the messages written to playback.json).
     for (let pad = 0;; pad++) {
       if (pad > 200) throw new Error(`${fam.name}: no room for scenario ${sc0.id}`);
       const sc = pad === 0 ? sc0 : {
         ...sc0,
-        messages: [
-          { role: "system" as const, content: "You are a helpful assistant." + " Be brief.".repeat(pad) },
-          ...sc0.messages,
-        ],
+        messages: sc0.messages.map((m, i) =>
+          i === 0 && m.role === "user" ? { ...m, content: m.content + " Thanks!".repeat(pad) } : m
+        ),
       };
       const r = render(template, tok, sc, special);
       const start = r.ids.length - 1;
@@ -462,8 +526,12 @@ export async function generateFamily(fam: PlaybackFamily, outDir: string): Promi
   const d = Math.max(64, Math.ceil(positions.length / 32) * 32);
   const pos = new Float32Array(CTX * d);
   const output = new Float32Array(nVocab * d);
+  // A second choice at every position: "OK" at half the weight, what a masked token (a call opener under
+  // tool_choice none) gives way to, so the model then writes text as a real one would.
+  const fallback = Number(tok.encode("OK", { add_special_tokens: false })[0]);
   positions.forEach((p, slot) => {
     pos[p * d + slot] = 1;
+    output[fallback * d + slot] = 0.5;
     output[due.get(p)! * d + slot] = 1;
   });
   const ff = 32;

@@ -31,6 +31,18 @@ export function toolInstructions(family: Family, tools: readonly ChatTool[]): st
       return head +
         "To call tools, write <｜tool▁calls▁begin｜>, then for each call <｜tool▁call▁begin｜>function<｜tool▁sep｜>" +
         "NAME\n```json\nARGUMENTS\n```<｜tool▁call▁end｜>, then <｜tool▁calls▁end｜>.";
+    case "llama3":
+      // Llama 3.1's own wording for JSON tool calling.
+      return head +
+        "Given the functions above, respond with a JSON for a function call with its proper arguments that best " +
+        'answers the given prompt. Respond in the format {"name": function name, "parameters": dictionary of ' +
+        "argument name and its value}. Do not use variables.";
+    case "hermes":
+      return head +
+        "For each function call, return a json object with function name and arguments within <tool_call></tool_call> " +
+        'XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>';
+    case "mistral_v3":
+      return head + 'To call tools, write [TOOL_CALLS][{"name": NAME, "arguments": ARGUMENTS}, ...].';
     case "gemma":
       return head +
         "To call a tool, write a Python call with keyword arguments in a ```tool_code``` block, for example:\n" +
