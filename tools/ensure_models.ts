@@ -45,7 +45,7 @@ export async function ensureGenerated(
 
 export async function ensureModels(opts: { force?: boolean; only?: string[] } = {}): Promise<void> {
   const { CHAT_TINY_VARIANTS } = await import("./models/chat_tiny_layouts.ts");
-  const { PLAYBACK_GENERATORS } = await import("./models/playback.ts");
+  const { PLAYBACK_GENERATORS } = await import("./models/playback_families.ts");
   return ensureGenerated(
     { ...GENERATORS, ...CHAT_TINY_VARIANTS, ...PLAYBACK_GENERATORS },
     GENERATED_DIR,

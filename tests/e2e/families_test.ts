@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type OpenAI from "openai";
 import { GENERATED_MODELS, MODELS_DIR, startTestServer, type TestServer } from "../helpers.ts";
-import { type Expect, FAMILIES, type Scenario, TOOLS } from "../../tools/models/playback.ts";
+import type { Expect, Scenario } from "../../tools/models/playback.ts";
+import { FAMILIES, TOOLS } from "../../tools/models/playback_families.ts";
 
 /** Call-opening tokens of the families here (masked under tool_choice none). */
 const OPENERS = ["<tool_call>", "[TOOL_CALLS]", "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"];
@@ -170,7 +171,12 @@ Deno.test("families e2e: real tokenizers and templates, replies read the family'
             ...request(model, first),
             tool_choice: "required",
             max_tokens: 64,
+            logprobs: true,
           });
+          // Written in the family's own layout (the tokens' text, special markers spelled out).
+          const written = (r.choices[0].logprobs?.content ?? []).map((x) => x.token).join("");
+          const answer = written.replace(/^<think>[\s\S]*?<\/think>\s*/, "");
+          assert.ok(answer.startsWith(fam.forcedOpener), `${model}: ${JSON.stringify(written)}`);
           const calls = r.choices[0].message.tool_calls ?? [];
           assert.ok(calls.length >= 1, JSON.stringify(r.choices[0]));
           const f = (calls[0] as OpenAI.ChatCompletionMessageFunctionToolCall).function;

