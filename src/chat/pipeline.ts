@@ -47,8 +47,11 @@ export function checkJob(job: ChatJob, log?: Logger): void {
 /** The plug-ins of one job: per-choice constraint and output parser factories. */
 interface Plugins {
   processor?: (choice: number) => BudgetedConstraint;
-  /** The reasoning block's opening token a gated constraint keeps allowed before the output shows whether it thinks. */
-  thinkOpenId?: number | undefined;
+  /**
+   * Tokens a gated constraint keeps allowed before the output shows whether it thinks: the block's opening
+   * token and a lone newline before it.
+   */
+  thinkOpenId?: number[];
   parser?: (choice: number) => ChatOutputParser;
   /** Tokens never sampled (tool_choice none: the family's call-opening tokens). */
   banned?: number[];
@@ -66,7 +69,7 @@ function plugins(
   backend: ChatBackend,
   job: ChatJob,
   maxTokens: number,
-  thinkOpenId: number | undefined,
+  thinkOpenId: number[] | undefined,
   family: Family,
   log?: Logger,
 ): Plugins {
@@ -193,6 +196,12 @@ function unusedFields(backend: ChatBackend, job: ChatJob): string[] {
   return job.reasoningEffort !== undefined && !knob ? ["reasoningEffort"] : [];
 }
 
+/** The token that is a lone newline, when the vocabulary has one. */
+function newlineToken(backend: ChatBackend): number[] {
+  const ids = backend.encode("\n", false);
+  return ids.length === 1 ? ids : [];
+}
+
 /** Runs one chat job on a backend: the `prompt` event, then every choice's events in order. */
 export async function* runChat(
   backend: ChatBackend,
@@ -219,12 +228,19 @@ export async function* runChat(
     ? {
       tags,
       open: backend.decode(ids.slice(-4)).trimEnd().endsWith(tags.open),
-      openId: backend.tokenId(tags.open),
+      openId: [backend.tokenId(tags.open), ...newlineToken(backend)].filter((x) =>
+        x !== undefined
+      ) as number[],
       closeId: backend.tokenId(tags.close),
     }
     : null;
   const plug = plugins(backend, job, maxTokens, think?.openId, family, log);
-  const decode = markerDecoder(backend, job.prompt ? [] : family.markers);
+  // The family's markers and its reasoning tags are read as text even where they are control tokens
+  // (Magistral's [THINK]).
+  const decode = markerDecoder(
+    backend,
+    job.prompt ? [] : [...family.markers, ...(tags ? [tags.open, tags.close] : [])],
+  );
   checkAbort(signal);
 
   const base = backend.open({ keep: job.keepCache === true });

@@ -124,18 +124,24 @@ export interface GatedConstraint extends ChatLogitsProcessor {
 
 /**
  * A constraint applied to the answer only. While thinking, tokens pass unmasked; before the output shows
- * whether it thinks, the answer's mask applies but the `<think>` token stays allowed, so a model that skips
- * its block is constrained from its first token.
+ * whether it thinks, the answer's mask applies but the block's opening token stays allowed (and a newline
+ * before it: GLM writes "\n<think>"), so a model that skips its block is constrained from its first token.
+ * Tokens spent before the answer are skipped by the constraint; the splitter drops leading whitespace of
+ * the answer, so a newline let through never reaches the constrained document.
  */
 export class ThinkingGate implements ChatLogitsProcessor {
   #mode: "open" | "closed" | "either" = "closed";
-  #saved = 0;
+  readonly #passIds: readonly number[];
+  readonly #saved: number[];
 
   constructor(
     readonly inner: GatedConstraint,
     readonly splitter: ReasoningSplitter,
-    readonly openId: number | undefined,
-  ) {}
+    openId: number | undefined | readonly number[],
+  ) {
+    this.#passIds = openId === undefined ? [] : typeof openId === "number" ? [openId] : openId;
+    this.#saved = this.#passIds.map(() => 0);
+  }
 
   process(logits: Float32Array): "end" | void {
     const phase = this.splitter.phase;
@@ -148,14 +154,14 @@ export class ThinkingGate implements ChatLogitsProcessor {
       return this.inner.process(logits);
     }
     this.#mode = "either";
-    if (this.openId === undefined) return this.inner.process(logits);
-    this.#saved = logits[this.openId];
+    if (this.#passIds.length === 0) return this.inner.process(logits);
+    this.#passIds.forEach((id, i) => this.#saved[i] = logits[id]);
     this.inner.process(logits);
-    logits[this.openId] = this.#saved;
+    this.#passIds.forEach((id, i) => logits[id] = this.#saved[i]);
   }
 
   accept(tokenId: number): void {
-    if (this.#mode === "open" || (this.#mode === "either" && tokenId !== this.openId)) {
+    if (this.#mode === "open" || (this.#mode === "either" && !this.#passIds.includes(tokenId))) {
       this.inner.accept(tokenId);
     } else this.inner.skip();
   }

@@ -81,3 +81,19 @@ export function templateConventions(render: (vars: Record<string, unknown>) => s
   const stringArguments = out === null || out.includes("[object Object]") || !out.includes("probe_value");
   return { stringArguments, nullContent };
 }
+
+/**
+ * Templates that read the tools from the system message (`message['tools']`, Phi-4-mini's) get them there as
+ * JSON text, on a system message made for them when the conversation has none.
+ */
+export function toolsOnSystemMessage(
+  template: string,
+  messages: Record<string, unknown>[],
+  tools: Record<string, unknown>[] | null,
+): Record<string, unknown>[] {
+  if (!tools?.length || !/message\[['"]tools['"]\]|message\.tools\b/.test(template)) return messages;
+  const json = JSON.stringify(tools.map((t) => t.function ?? t));
+  const [first, ...rest] = messages;
+  if (first?.role === "system") return [{ ...first, tools: json }, ...rest];
+  return [{ role: "system", content: "", tools: json }, ...messages];
+}

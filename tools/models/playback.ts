@@ -24,7 +24,7 @@ import { detectFamily } from "../../src/chat/formats/mod.ts";
 import { TOOLS } from "./playback_families.ts";
 import { templateRendersTools, withToolInstructions } from "../../src/chat/formats/instructions.ts";
 
-export const VERSION = "playback-2";
+export const VERSION = "playback-3";
 
 const CTX = 2048;
 
@@ -68,8 +68,8 @@ export interface PlaybackFamily {
   pkg: Pkg;
   /** tokenizer.ggml.pre (llama.cpp's pre-tokenizer name for the family). */
   pre: string;
-  /** The chat template when the package ships none for tool use. */
-  template?: string;
+  /** The chat template when the package ships none for tool use (a function: derived from the package's). */
+  template?: string | ((packaged: string) => string);
   eos: string;
   /**
    * Tokens the family's own tokenizer has and the stand-in package lacks (families with no tokenizer on npm
@@ -217,8 +217,16 @@ function render(template: string, tok: Tok, sc: Scenario, special: Record<string
     messages = withToolInstructions(messages as never, detectFamily(template), tools) as never;
   }
   const offered = sc.tools && templateRendersTools(template) ? TOOLS : null;
+  let hf = hfMessages(messages, stringArgs, takesNullContent(t, special));
+  // Phi-4-mini's template reads the tools off the system message, as JSON text.
+  if (sc.tools && /message\[['"]tools['"]\]/.test(template)) {
+    const json = JSON.stringify(TOOLS.map((x) => x.function));
+    hf = hf[0]?.role === "system"
+      ? [{ ...hf[0], tools: json }, ...hf.slice(1)]
+      : [{ role: "system", content: "", tools: json }, ...hf];
+  }
   const text = t.render({
-    messages: hfMessages(messages, stringArgs, takesNullContent(t, special)),
+    messages: hf,
     tools: offered,
     add_generation_prompt: true,
     ...special,
@@ -234,8 +242,10 @@ export async function generateFamily(fam: PlaybackFamily, outDir: string): Promi
   const json = JSON.parse(await Deno.readTextFile(join(src, "tokenizer.json")));
   addTokens(json, fam.addTokens ?? []);
   const config = JSON.parse(await Deno.readTextFile(join(src, "tokenizer_config.json")));
-  let template = fam.template ?? config.chat_template;
+  let template = config.chat_template;
   if (Array.isArray(template)) template = template[0].template;
+  if (typeof fam.template === "function") template = fam.template(template);
+  else if (fam.template !== undefined) template = fam.template;
   if (typeof template !== "string") throw new Error(`${fam.name}: no chat template`);
   config.chat_template = template;
   await Deno.writeTextFile(join(outDir, "tokenizer.json"), JSON.stringify(json));

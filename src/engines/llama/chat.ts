@@ -17,6 +17,7 @@ import {
   templateConventions,
   templateMessage,
   templateTool,
+  toolsOnSystemMessage,
 } from "../template_view.ts";
 import type {
   ChatBackend,
@@ -138,7 +139,9 @@ export class LlamaChat implements ChatBackend {
     this.#template = this.chatTemplate ? new Template(this.chatTemplate) : null;
     const piece = (id: number) => id >= 0 && id < info.nVocab ? utf8.decode(this.#spelled[id]) : undefined;
     this.#special = {};
-    const bos = piece(info.bos);
+    // Only what the file declares: llama.cpp fills in a default BOS (id 11 for BPE vocabularies) that a
+    // template's `{{ bos_token }}` must not print.
+    const bos = model.meta("tokenizer.ggml.bos_token_id") === undefined ? undefined : piece(info.bos);
     const eosText = piece(info.eos);
     if (bos) this.#special.bos_token = bos;
     if (eosText) this.#special.eos_token = eosText;
@@ -181,7 +184,11 @@ export class LlamaChat implements ChatBackend {
       const template = this.#template;
       this.#conv ??= templateConventions((v) => template.render({ ...this.#special, ...v }));
       text = template.render({
-        messages: messages.map((m) => templateMessage(m, this.#conv)),
+        messages: toolsOnSystemMessage(
+          this.chatTemplate!,
+          messages.map((m) => templateMessage(m, this.#conv)),
+          tools?.length ? tools.map(templateTool) : null,
+        ),
         add_generation_prompt: true,
         tools: tools?.length ? tools.map(templateTool) : null,
         documents: null,

@@ -28,6 +28,7 @@ import {
   templateConventions,
   templateMessage,
   templateTool,
+  toolsOnSystemMessage,
 } from "../template_view.ts";
 import {
   spinEntries,
@@ -212,7 +213,11 @@ export class TransformersChat implements ChatBackend {
     this.#conv ??= templateConventions((v) =>
       String(tok.apply_chat_template(v.messages as never, { ...v, tokenize: false } as never))
     );
-    const conversation = messages.map((m) => templateMessage(m, this.#conv));
+    const conversation = toolsOnSystemMessage(
+      String((tok as unknown as { chat_template?: unknown }).chat_template ?? ""),
+      messages.map((m) => templateMessage(m, this.#conv)),
+      tools?.length ? tools.map(templateTool) : null,
+    );
     let ids: unknown;
     try {
       ids = this.#p.tokenizer.apply_chat_template(conversation as never, {
