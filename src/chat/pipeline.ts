@@ -198,8 +198,12 @@ function unusedFields(backend: ChatBackend, job: ChatJob): string[] {
 
 /** The token that is a lone newline, when the vocabulary has one. */
 function newlineToken(backend: ChatBackend): number[] {
-  const ids = backend.encode("\n", false);
-  return ids.length === 1 ? ids : [];
+  try {
+    const ids = backend.encode("\n", false);
+    return ids.length === 1 ? ids : [];
+  } catch {
+    return []; // a vocabulary that cannot write a newline alone
+  }
 }
 
 /** Runs one chat job on a backend: the `prompt` event, then every choice's events in order. */

