@@ -65,6 +65,8 @@ export interface Scenario {
 export interface PlaybackFamily {
   /** Folder name under models/generated/. */
   name: string;
+  /** How the README's family table names it (its row starts so). */
+  row: string;
   pkg: Pkg;
   /** tokenizer.ggml.pre (llama.cpp's pre-tokenizer name for the family). */
   pre: string;

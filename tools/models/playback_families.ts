@@ -169,6 +169,7 @@ const PLAIN_CHATML =
 const MORE: PlaybackFamily[] = [
   {
     name: "playback-qwen2-5",
+    row: "Qwen2.5, Hermes",
     forcedOpener: "<tool_call>",
     pkg: PKGS.qwen2_5,
     pre: "qwen2",
@@ -183,6 +184,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-generic",
+    row: "generic fallback",
     forcedOpener: '{"tool_calls": [{',
     pkg: PKGS.qwen3,
     pre: "qwen2",
@@ -197,6 +199,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-deepseek-r1",
+    row: "DeepSeek R1",
     forcedOpener: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather",
     pkg: PKGS.deepseek_v3,
     pre: "deepseek-v3",
@@ -214,6 +217,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-deepseek-v3-1",
+    row: "DeepSeek V3.1",
     forcedOpener: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>",
     pkg: PKGS.deepseek_v3,
     pre: "deepseek-v3",
@@ -230,6 +234,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-glm-4-5",
+    row: "GLM 4.5-4.7",
     forcedOpener: "<tool_call>",
     pkg: PKGS.qwen3,
     pre: "qwen2",
@@ -261,6 +266,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-kimi-k2",
+    row: "Kimi K2",
     forcedOpener:
       "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>",
     pkg: PKGS.qwen3,
@@ -292,6 +298,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-magistral",
+    row: "Magistral, Mistral Small 3.2",
     forcedOpener: "[TOOL_CALLS]get_weather[ARGS]",
     pkg: PKGS.mistral_nemo,
     pre: "tekken",
@@ -314,6 +321,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-llama4",
+    row: "Llama 4",
     forcedOpener: "<tool_call>",
     pkg: PKGS.llama3_1,
     pre: "llama-bpe",
@@ -332,6 +340,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-phi4-mini",
+    row: "Phi-4-mini",
     forcedOpener: "<|tool_call|>[{",
     pkg: PKGS.gptoss,
     pre: "gpt-4o",
@@ -356,6 +365,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-granite",
+    row: "Granite 3.x",
     forcedOpener: "<|tool_call|>[{",
     pkg: PKGS.qwen3,
     pre: "qwen2",
@@ -373,6 +383,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-lfm2",
+    row: "LFM2",
     forcedOpener: "<tool_call>",
     pkg: PKGS.qwen3,
     pre: "qwen2",
@@ -397,6 +408,7 @@ const MORE: PlaybackFamily[] = [
   },
   {
     name: "playback-gemma3",
+    row: "Gemma 3",
     forcedOpener: "<tool_call>",
     pkg: PKGS.qwen3,
     pre: "qwen2",
@@ -416,6 +428,7 @@ const MORE: PlaybackFamily[] = [
 export const FAMILIES: PlaybackFamily[] = [
   {
     name: "playback-qwen3",
+    row: "Qwen3",
     forcedOpener: "<tool_call>",
     pkg: PKGS.qwen3,
     pre: "qwen2",
@@ -458,6 +471,7 @@ export const FAMILIES: PlaybackFamily[] = [
   },
   {
     name: "playback-qwen3-coder",
+    row: "Qwen3-Coder",
     forcedOpener: "<tool_call>",
     pkg: PKGS.qwen3,
     pre: "qwen2",
@@ -492,6 +506,7 @@ export const FAMILIES: PlaybackFamily[] = [
   },
   {
     name: "playback-deepseek-v3",
+    row: "DeepSeek V3",
     forcedOpener: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather",
     pkg: PKGS.deepseek_v3,
     pre: "deepseek-v3",
@@ -531,6 +546,7 @@ export const FAMILIES: PlaybackFamily[] = [
   },
   {
     name: "playback-gpt-oss",
+    row: "gpt-oss Harmony",
     forcedOpener: "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
     pkg: PKGS.gptoss,
     pre: "gpt-4o",
@@ -565,6 +581,7 @@ export const FAMILIES: PlaybackFamily[] = [
   },
   {
     name: "playback-mistral-nemo",
+    row: "Mistral v0.3 / Nemo",
     forcedOpener: "[TOOL_CALLS]",
     pkg: PKGS.mistral_nemo,
     pre: "tekken",
@@ -596,6 +613,7 @@ export const FAMILIES: PlaybackFamily[] = [
   },
   {
     name: "playback-llama3-1",
+    row: "Llama 3.1/3.2",
     forcedOpener: '{"name": "get_weather"',
     pkg: PKGS.llama3_1,
     pre: "llama-bpe",
