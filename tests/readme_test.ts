@@ -62,7 +62,9 @@ Deno.test("readme: the client matrix names the versions deno.json pins, and each
 Deno.test("readme: every playback family has its row in the family table, and every row but one is tested", async () => {
   const { FAMILIES } = await import("../tools/models/playback_families.ts");
   const section = readme.slice(readme.indexOf("#### Model families"), readme.indexOf("### Responses API"));
-  const rows = section.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !l.startsWith("| family"));
+  const rows = section.split("\n").filter((l) =>
+    l.startsWith("| ") && !l.startsWith("| ---") && !l.startsWith("| family")
+  );
   for (const f of FAMILIES) assert.ok(rows.some((r) => r.startsWith(`| ${f.row} `)), `${f.row} has no row`);
   const untested = rows.filter((r) => !FAMILIES.some((f) => r.startsWith(`| ${f.row} `)));
   assert.deepEqual(untested.map((r) => r.split("|")[1].trim()), ["Command R / A, SmolLM3"]);

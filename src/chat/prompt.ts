@@ -4,7 +4,7 @@
 import { ChatPromptError, InvalidRequest } from "../errors.ts";
 import type { ChatBackend, ChatJob } from "../engines/types.ts";
 import { detectFamily } from "./formats/mod.ts";
-import { templateRendersTools, withToolInstructions } from "./formats/instructions.ts";
+import { callsAsContent, templateRendersTools, withToolInstructions } from "./formats/instructions.ts";
 
 /** Prefix, suffix and middle tokens, in the prefix-suffix-middle order each family's models were trained on. */
 const FIM_SPELLINGS: readonly [string, string, string][] = [
@@ -34,10 +34,10 @@ export function promptIds(backend: ChatBackend, job: ChatJob): number[] {
     try {
       // A template with no place for tools gets them in the system message, in its family's syntax.
       const offered = job.tools.offered;
+      const family = detectFamily(backend.chatTemplate);
       const inline = offered?.length && !templateRendersTools(backend.chatTemplate);
-      const messages = inline
-        ? withToolInstructions(job.messages, detectFamily(backend.chatTemplate), offered)
-        : job.messages;
+      const history = callsAsContent(job.messages, family, backend.chatTemplate);
+      const messages = inline ? withToolInstructions(history, family, offered) : history;
       ids = backend.render(messages, inline ? undefined : offered, {
         ...(job.thinking === undefined ? {} : { thinking: job.thinking }),
         ...(job.reasoningEffort === undefined ? {} : { reasoningEffort: job.reasoningEffort }),

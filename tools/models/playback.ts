@@ -24,7 +24,7 @@ import { detectFamily } from "../../src/chat/formats/mod.ts";
 import { TOOLS } from "./playback_families.ts";
 import { templateRendersTools, withToolInstructions } from "../../src/chat/formats/instructions.ts";
 
-export const VERSION = "playback-3";
+export const VERSION = "playback-4";
 
 const CTX = 2048;
 
@@ -80,6 +80,11 @@ export interface PlaybackFamily {
   addTokens?: (string | { content: string; special: true })[];
   /** How a forced call in the family's own layout begins (its first text). */
   forcedOpener: string;
+  /**
+   * For templates that render only an assistant turn's content: the family's text of that turn's calls
+   * (what the model wrote), written there.
+   */
+  historyCalls?: (calls: { name: string; arguments: Record<string, unknown> }[]) => string;
   scenarios: Scenario[];
 }
 
@@ -205,7 +210,13 @@ interface Rendered {
 // deno-lint-ignore no-explicit-any
 type Tok = any;
 
-function render(template: string, tok: Tok, sc: Scenario, special: Record<string, string>): Rendered {
+function render(
+  fam: PlaybackFamily,
+  template: string,
+  tok: Tok,
+  sc: Scenario,
+  special: Record<string, string>,
+): Rendered {
   const t = new Template(template);
   const stringArgs = template.includes("tool['function']['arguments']");
   let messages: WireMessage[] = sc.messages;
@@ -220,6 +231,21 @@ function render(template: string, tok: Tok, sc: Scenario, special: Record<string
   }
   const offered = sc.tools && templateRendersTools(template) ? TOOLS : null;
   let hf = hfMessages(messages, stringArgs, takesNullContent(t, special));
+  if (fam.historyCalls && !template.includes("tool_calls")) {
+    const write = fam.historyCalls;
+    hf = hf.map((m) => {
+      const calls = m.tool_calls as { function: { name: string; arguments: unknown } }[] | undefined;
+      if (!calls) return m;
+      const { tool_calls: _, ...rest } = m;
+      const list = calls.map((c) => ({
+        name: c.function.name,
+        arguments: (typeof c.function.arguments === "string"
+          ? JSON.parse(c.function.arguments)
+          : c.function.arguments) as Record<string, unknown>,
+      }));
+      return { ...rest, content: `${m.content ?? ""}${write(list)}` };
+    });
+  }
   // Phi-4-mini's template reads the tools off the system message, as JSON text.
   if (sc.tools && /message\[['"]tools['"]\]/.test(template)) {
     const json = JSON.stringify(TOOLS.map((x) => x.function));
@@ -291,7 +317,7 @@ export async function generateFamily(fam: PlaybackFamily, outDir: string): Promi
           i === 0 && m.role === "user" ? { ...m, content: m.content + " Thanks!".repeat(pad) } : m
         ),
       };
-      const r = render(template, tok, sc, special);
+      const r = render(fam, template, tok, sc, special);
       const start = r.ids.length - 1;
       let free = true;
       for (let k = 0; k < reply.length; k++) if (due.has(start + k) || due.has(start + k + 1)) free = false;

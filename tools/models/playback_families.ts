@@ -195,7 +195,9 @@ const MORE: PlaybackFamily[] = [
       parallel: '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, ' +
         '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]}',
       answer: HELLO,
+      afterTool: SUNNY,
     }),
+    historyCalls: (calls) => JSON.stringify({ tool_calls: calls }),
   },
   {
     name: "playback-deepseek-r1",
@@ -361,7 +363,9 @@ const MORE: PlaybackFamily[] = [
       parallel: '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}, ' +
         '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]<|/tool_call|>',
       answer: HELLO,
+      afterTool: SUNNY,
     }),
+    historyCalls: (calls) => `<|tool_call|>${JSON.stringify(calls)}<|/tool_call|>`,
   },
   {
     name: "playback-granite",
@@ -404,7 +408,14 @@ const MORE: PlaybackFamily[] = [
         'Checking both.<|tool_call_start|>[get_weather(city="Paris"), get_weather(city="Rome", days=2)]<|tool_call_end|>',
       parallelContent: "Checking both.",
       answer: HELLO,
+      afterTool: SUNNY,
     }),
+    historyCalls: (calls) =>
+      `<|tool_call_start|>[${
+        calls.map((c) =>
+          `${c.name}(${Object.entries(c.arguments).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")})`
+        ).join(", ")
+      }]<|tool_call_end|>`,
   },
   {
     name: "playback-gemma3",

@@ -41,6 +41,11 @@ export interface Family {
   /** The family writes its reasoning itself (Harmony's analysis channel), not through `<think>` blocks. */
   readonly ownsReasoning?: boolean;
   parse(text: string, partial: boolean, ctx: ParseContext): ReadOutput;
+  /**
+   * The family's own text for calls of an earlier assistant turn, for templates that render only the
+   * content of such turns (LFM2's and Phi-4-mini's expect the call written there, as the model wrote it).
+   */
+  writeCalls?(calls: readonly { name: string; arguments: string }[]): string;
 }
 
 export const NO_SCHEMAS: ParseContext = { schemas: new Map() };

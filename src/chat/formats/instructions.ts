@@ -66,3 +66,20 @@ export function withToolInstructions(
   }
   return [{ role: "system", content: text }, ...messages];
 }
+
+/**
+ * For templates that never render `tool_calls` (they show an assistant turn's content only): earlier calls
+ * written into that turn's content in the family's own syntax, so the model sees what it called.
+ */
+export function callsAsContent(
+  messages: readonly ChatMessage[],
+  family: Family,
+  template: string | null,
+): ChatMessage[] {
+  if (!family.writeCalls || /\btool_calls\b/.test(template ?? "")) return [...messages];
+  return messages.map((m) => {
+    if (m.role !== "assistant" || !m.toolCalls?.length) return m;
+    const { toolCalls, ...rest } = m;
+    return { ...rest, content: `${m.content ?? ""}${family.writeCalls!(toolCalls)}` };
+  });
+}

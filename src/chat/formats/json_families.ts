@@ -35,7 +35,19 @@ function markedList(
       calls: r.calls,
     };
   };
-  return { name, markers, callOpeners: [open], parse };
+  const writeCalls = (calls: readonly { name: string; arguments: string }[]) =>
+    `${open}${
+      JSON.stringify(calls.map((c) => ({ name: c.name, arguments: jsonOrText(c.arguments) })))
+    }${close}`;
+  return { name, markers, callOpeners: [open], parse, writeCalls };
+}
+
+function jsonOrText(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
 }
 
 export const PHI4 = markedList("phi4", "<|tool_call|>", "<|/tool_call|>", {}, [
@@ -127,4 +139,6 @@ export const GENERIC: Family = {
     if (!r.ok || (!partial && (r.calls.length === 0 || r.end < 0))) return none(text);
     return { reasoning: "", content: "", calls: r.calls };
   },
+  writeCalls: (calls) =>
+    JSON.stringify({ tool_calls: calls.map((c) => ({ name: c.name, arguments: jsonOrText(c.arguments) })) }),
 };

@@ -149,7 +149,18 @@ function pythonic(name: string, open: string, close: string, markers: string[] =
       calls: r.calls,
     };
   };
-  return { name, markers, callOpeners: open ? [open] : [], parse };
+  const writeCalls = (calls: readonly { name: string; arguments: string }[]) => {
+    const list = calls.map((c) => {
+      let args: Record<string, unknown> = {};
+      try {
+        args = JSON.parse(c.arguments);
+      } catch { /* no arguments then */ }
+      const kw = Object.entries(args ?? {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+      return `${c.name}(${kw})`;
+    }).join(", ");
+    return open === "```tool_code" ? `${open}\n${list}\n${close}` : `${open}[${list}]${close}`;
+  };
+  return { name, markers, callOpeners: open ? [open] : [], parse, writeCalls };
 }
 
 export const LLAMA4 = pythonic("llama4", "", "");
