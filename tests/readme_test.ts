@@ -67,5 +67,7 @@ Deno.test("readme: every playback family has its row in the family table, and ev
   );
   for (const f of FAMILIES) assert.ok(rows.some((r) => r.startsWith(`| ${f.row} `)), `${f.row} has no row`);
   const untested = rows.filter((r) => !FAMILIES.some((f) => r.startsWith(`| ${f.row} `)));
-  assert.deepEqual(untested.map((r) => r.split("|")[1].trim()), ["Command R / A, SmolLM3"]);
+  assert.deepEqual(untested.map((r) => r.split(" | ")[0].slice(2).trim()), [
+    "Command R (`Action:` + `tool_name`)",
+  ]);
 });

@@ -218,3 +218,81 @@ export const GEMMA3_TEMPLATE = `{{ bos_token }}
 {%- if add_generation_prompt -%}
     {{'<start_of_turn>model\\n'}}
 {%- endif -%}`;
+
+/**
+ * Command A / R7B (model card, condensed: the safety preamble left out): tools as a JSON list in the system
+ * turn, calls as `<|START_THINKING|>plan<|END_THINKING|><|START_ACTION|>[{"tool_call_id": ..., "tool_name": ...,
+ * "parameters": ...}]<|END_ACTION|>`, results in `<|START_TOOL_RESULT|>`, answers in `<|START_RESPONSE|>`.
+ */
+export const COMMAND_A_TEMPLATE = `{{ bos_token }}<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|># System Preamble
+You are a helpful assistant.{% if tools %}
+
+## Available Tools
+Here is the list of tools that you have available to you.
+You can ONLY use the tools listed here.
+
+\`\`\`json
+[
+{% for tool in tools %}    {"name": "{{ tool.function.name }}", "description": "{{ tool.function.description }}", "parameters": {{ tool.function.parameters | tojson }}}{% if not loop.last %},{% endif %}
+{% endfor %}]
+\`\`\`{% endif %}{% if messages[0].role == 'system' %}
+
+# Default Preamble
+{{ messages[0].content }}{% endif %}<|END_OF_TURN_TOKEN|>
+{%- set ns = namespace(call=0) %}
+{%- for message in messages %}
+{%- if message.role == 'user' %}<|START_OF_TURN_TOKEN|><|USER_TOKEN|>{{ message.content }}<|END_OF_TURN_TOKEN|>
+{%- elif message.role == 'assistant' and message.tool_calls %}<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|>{{ message.content or '' }}<|END_THINKING|><|START_ACTION|>[
+{%- for tc in message.tool_calls %}
+    {"tool_call_id": "{{ loop.index0 }}", "tool_name": "{{ tc.function.name }}", "parameters": {{ tc.function.arguments | tojson }}}{% if not loop.last %},{% endif %}
+{%- endfor %}
+]<|END_ACTION|><|END_OF_TURN_TOKEN|>
+{%- elif message.role == 'assistant' %}<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_RESPONSE|>{{ message.content }}<|END_RESPONSE|><|END_OF_TURN_TOKEN|>
+{%- elif message.role == 'tool' %}<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|><|START_TOOL_RESULT|>[
+    {"tool_call_id": "{{ ns.call }}", "results": {"0": {{ message.content | tojson }}}, "is_error": null}
+]<|END_TOOL_RESULT|><|END_OF_TURN_TOKEN|>{% set ns.call = ns.call + 1 %}
+{%- endif %}
+{%- endfor %}<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>`;
+
+/**
+ * SmolLM3 (model card, condensed): ChatML with a metadata system turn, Hermes `<tool_call>` calls listed in
+ * it, `<think>` reasoning (the generation prompt opens the reply; "/no_think" would close an empty block).
+ * Its template renders only an assistant turn's content.
+ */
+export const SMOLLM3_TEMPLATE = `<|im_start|>system
+## Metadata
+
+Knowledge Cutoff Date: June 2025
+Reasoning Mode: /think
+
+## Custom Instructions
+
+{% if messages[0].role == 'system' %}{{ messages[0].content }}{% else %}You are a helpful AI assistant named SmolLM, trained by Hugging Face.{% endif %}
+{%- if tools %}
+
+### Tools
+
+You may call one or more functions to assist with the user query.
+You are provided with function signatures within <tools></tools> XML tags:
+
+<tools>
+{% for tool in tools %}{{ tool | tojson }}
+{% endfor %}</tools>
+
+For each function call, pass a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call>{% endif %}<|im_end|>
+{% for message in messages %}{% if message.role == 'user' %}<|im_start|>user
+{{ message.content }}<|im_end|>
+{% elif message.role == 'assistant' %}<|im_start|>assistant
+{{ message.content }}<|im_end|>
+{% elif message.role == 'tool' %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined and not enable_thinking %}<think>
+
+</think>
+{% endif %}{% endif %}`;

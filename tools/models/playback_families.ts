@@ -4,6 +4,7 @@
 // tokenizer on npm run on a related family's vocabulary with their own markers added, and a template written
 // from their model card (family_templates.ts); the README's family table says which.
 import {
+  COMMAND_A_TEMPLATE,
   DEEPSEEK_V31_TEMPLATE,
   deepseekR1,
   GEMMA3_TEMPLATE,
@@ -16,6 +17,7 @@ import {
   MAGISTRAL_TEMPLATE,
   PHI4_MINI_TEMPLATE,
   QWEN3_CODER_TEMPLATE,
+  SMOLLM3_TEMPLATE,
 } from "./family_templates.ts";
 import {
   generateFamily,
@@ -39,6 +41,10 @@ export const PKGS = {
   deepseek_v3: LENML(
     "deepseek_v3",
     "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q==",
+  ),
+  command_r_plus: LENML(
+    "command_r_plus",
+    "sha512-6o3TqTQYVcun/e3tkdUHmx4dXyjWRmD+B904GEIe69pSUr0JkAnrSx8X6e3wbH/MdyaJz2cVuEevv8VRt6yoIw==",
   ),
   qwen2_5: LENML(
     "qwen2_5",
@@ -107,6 +113,7 @@ function standard(r: {
   answer?: string;
   answerReasoning?: string;
   afterTool?: string;
+  afterToolReasoning?: string;
   callEnd?: string;
 }): Scenario[] {
   const out: Scenario[] = [{
@@ -144,7 +151,7 @@ function standard(r: {
       messages: callTurn("call00001", '{"city": "Paris"}'),
       tools: true,
       reply: r.afterTool,
-      expect: { content: SUNNY },
+      expect: { ...(r.afterToolReasoning ? { reasoning: r.afterToolReasoning } : {}), content: SUNNY },
     });
   }
   return out;
@@ -167,6 +174,71 @@ const PLAIN_CHATML =
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 const MORE: PlaybackFamily[] = [
+  {
+    name: "playback-command-a",
+    row: "Command A / R7B",
+    forcedOpener: "<|START_ACTION|>[{",
+    pkg: PKGS.command_r_plus,
+    pre: "command-r",
+    template: COMMAND_A_TEMPLATE,
+    addTokens: [
+      "<|START_THINKING|>",
+      "<|END_THINKING|>",
+      "<|START_ACTION|>",
+      "<|END_ACTION|>",
+      "<|START_RESPONSE|>",
+      "<|END_RESPONSE|>",
+      "<|START_TOOL_RESULT|>",
+      "<|END_TOOL_RESULT|>",
+    ].map((content) => ({ content, special: true as const })),
+    eos: "<|END_OF_TURN_TOKEN|>",
+    scenarios: standard({
+      call: "<|START_THINKING|>I will look up the weather in Paris.<|END_THINKING|><|START_ACTION|>[\n" +
+        '    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}\n]<|END_ACTION|>',
+      callReasoning: "I will look up the weather in Paris.",
+      parallel: "<|START_THINKING|>Two lookups.<|END_THINKING|><|START_ACTION|>[\n" +
+        '    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}},\n' +
+        '    {"tool_call_id": "1", "tool_name": "get_weather", "parameters": {"city": "Rome", "days": 2}}\n]<|END_ACTION|>',
+      parallelReasoning: "Two lookups.",
+      answer: `<|START_RESPONSE|>${HELLO}<|END_RESPONSE|>`,
+      afterTool: `<|START_RESPONSE|>${SUNNY}<|END_RESPONSE|>`,
+    }),
+  },
+  {
+    name: "playback-smollm3",
+    row: "SmolLM3",
+    forcedOpener: "<tool_call>",
+    pkg: PKGS.llama3_1,
+    pre: "llama-bpe",
+    template: SMOLLM3_TEMPLATE,
+    addTokens: [
+      { content: "<|im_start|>", special: true },
+      { content: "<|im_end|>", special: true },
+      "<think>",
+      "</think>",
+      "<tool_call>",
+      "</tool_call>",
+    ],
+    eos: "<|im_end|>",
+    scenarios: standard({
+      call:
+        '<think>\nThe user wants the weather in Paris.\n</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+      callReasoning: "The user wants the weather in Paris.",
+      parallel:
+        '<think>\nTwo cities.\n</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n' +
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}\n</tool_call>',
+      parallelReasoning: "Two cities.",
+      answer: `<think>\nA greeting.\n</think>\n${HELLO}`,
+      answerReasoning: "A greeting.",
+      afterTool: `<think>\nThe tool says sunny.\n</think>\n${SUNNY}`,
+      afterToolReasoning: "The tool says sunny.",
+    }),
+    historyCalls: (calls) =>
+      calls.map((c) =>
+        `<tool_call>\n${JSON.stringify({ name: c.name, arguments: c.arguments })}\n</tool_call>`
+      )
+        .join("\n"),
+  },
   {
     name: "playback-qwen2-5",
     row: "Qwen2.5, Hermes",

@@ -21,7 +21,23 @@ function legacy(name: string, format: ToolCallFormat, markers: string[], openers
   };
 }
 
-export const HERMES_FAMILY = legacy("hermes", HERMES, [], ["<tool_call>"]);
+export const HERMES_FAMILY: LegacyFamily = {
+  ...legacy("hermes", HERMES, [], ["<tool_call>"]),
+  // SmolLM3's template shows an assistant turn's content only: its calls are written there.
+  writeCalls: (calls) =>
+    calls.map((c) =>
+      `<tool_call>\n${JSON.stringify({ name: c.name, arguments: jsonOrText(c.arguments) })}\n</tool_call>`
+    )
+      .join("\n"),
+};
+
+function jsonOrText(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}
 export const MISTRAL_V3_FAMILY = legacy("mistral_v3", MISTRAL, ["[TOOL_CALLS]"], ["[TOOL_CALLS]"]);
 export const LLAMA3_FAMILY = legacy("llama3", LLAMA3, ["<|python_tag|>"], ["<|python_tag|>"]);
 
