@@ -24,7 +24,7 @@ import { detectFamily } from "../../src/chat/formats/mod.ts";
 import { TOOLS } from "./playback_families.ts";
 import { templateRendersTools, withToolInstructions } from "../../src/chat/formats/instructions.ts";
 
-export const VERSION = "playback-7";
+export const VERSION = "playback-8";
 
 const CTX = 2048;
 

@@ -555,7 +555,7 @@ export const FAMILIES: PlaybackFamily[] = [
   {
     name: "playback-qwen3-coder",
     row: "Qwen3-Coder",
-    forcedOpener: "<tool_call>",
+    forcedOpener: "<tool_call>\n<function=get_weather>\n<parameter=city>\n",
     pkg: PKGS.qwen3,
     pre: "qwen2",
     template: QWEN3_CODER_TEMPLATE,

@@ -73,14 +73,18 @@ export function toolCallGrammar(
       ignored.push(...c.ignored);
       argNodes.push([i, args]);
       calls.push(
-        format.nameAfter !== undefined ? f.seq([f.lit([t.name + format.nameAfter]), args]) : f.obj(
-          [
-            f.prop(format.nameKey ?? "name", f.lit([JSON.stringify(t.name)]), true),
-            f.prop(format.argsKey, args, true),
-          ],
-          null,
-          opts.whitespace ?? 1,
-        ),
+        format.xmlParams
+          ? xmlCall(f, t, c, i)
+          : format.nameAfter !== undefined
+          ? f.seq([f.lit([t.name + format.nameAfter]), args])
+          : f.obj(
+            [
+              f.prop(format.nameKey ?? "name", f.lit([JSON.stringify(t.name)]), true),
+              f.prop(format.argsKey, args, true),
+            ],
+            null,
+            opts.whitespace ?? 1,
+          ),
       );
     }
     const call = calls.length === 1 ? calls[0] : f.alt(calls);
@@ -117,4 +121,28 @@ export function toolCallGrammar(
       }
     });
   });
+}
+
+/**
+ * A call whose arguments are XML parameters (Qwen3-Coder): `NAME>\n`, then each property in schema order
+ * (an optional one may be left out) as `<parameter=KEY>\n` + its value as JSON + `\n</parameter>\n`, then
+ * `</function>`. Built from the end so each optional parameter shares the rest.
+ */
+function xmlCall(f: NodeFactory, t: ToolSpec, c: SchemaCompiler, index: number): Node {
+  const s = (t.parameters ?? NO_ARGS) as { properties?: Record<string, unknown>; required?: string[] };
+  const props = Object.entries(s.properties ?? {});
+  const required = new Set(s.required ?? []);
+  let rest: Node = f.lit(["</function>"]);
+  for (let i = props.length - 1; i >= 0; i--) {
+    const [key, schema] = props[i];
+    let value: Node;
+    try {
+      value = c.compile(schema, `#/properties/${key}`);
+    } catch (e) {
+      throw e instanceof SchemaError ? e.forTool(index) : e;
+    }
+    const param = f.seq([f.lit([`<parameter=${key}>\n`]), value, f.lit(["\n</parameter>\n"]), rest]);
+    rest = required.has(key) ? param : f.alt([param, rest]);
+  }
+  return f.seq([f.lit([`${t.name}>\n`]), rest]);
 }

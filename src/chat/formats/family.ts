@@ -127,7 +127,15 @@ export function argumentsText(raw: string): string {
 export function typedValue(raw: string, schema: unknown): unknown {
   const type = (schema as { type?: unknown } | undefined)?.type;
   const types = Array.isArray(type) ? type : type === undefined ? [] : [type];
-  if (types.length === 1 && types[0] === "string") return raw;
+  if (types.length === 1 && types[0] === "string") {
+    // A forced call writes its values as JSON (constrain/tool_grammar.ts): a quoted string is unquoted.
+    if (/^"(?:[^"\\]|\\.)*"$/.test(raw)) {
+      try {
+        return JSON.parse(raw);
+      } catch { /* as written */ }
+    }
+    return raw;
+  }
   try {
     const v = JSON.parse(raw);
     if (types.length === 0 && typeof v === "string") return v;

@@ -4,7 +4,7 @@
 // markers as text (so its reader sees them; other special tokens still decode to nothing), and the tools'
 // schemas the readers type XML/pythonic values with.
 import type { ChatBackend, ChatToolPlan } from "../../engines/types.ts";
-import { HERMES, type ToolCallFormat } from "../tools/mod.ts";
+import type { ToolCallFormat } from "../tools/mod.ts";
 import type { Family, ParseContext } from "./family.ts";
 import { isLegacy } from "./legacy.ts";
 
@@ -90,8 +90,14 @@ export function nativeLayout(family: Family, template: string | null): ToolCallF
     case "generic":
       return { ...base, name: "generic", prefix: '{"tool_calls": [', sep: ", ", suffix: "]}" };
     case "qwen3_coder":
-      // Its reader takes a JSON call inside <tool_call> as well as the XML one.
-      return HERMES;
+      return {
+        ...base,
+        name: "qwen3_coder_xml",
+        open: "<tool_call>\n<function=",
+        xmlParams: true,
+        close: "\n</tool_call>",
+        sep: "\n",
+      };
     default:
       return null;
   }

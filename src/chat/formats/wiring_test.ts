@@ -4,7 +4,15 @@
 import assert from "node:assert/strict";
 import { toolCallGrammar } from "../constrain/tool_grammar.ts";
 import { VocabIndex } from "../constrain/vocab.ts";
-import { DEEPSEEK, detectFamily, FamilyOutputParser, HARMONY, KIMI, MISTRAL_V11 } from "./mod.ts";
+import {
+  DEEPSEEK,
+  detectFamily,
+  FamilyOutputParser,
+  HARMONY,
+  KIMI,
+  MISTRAL_V11,
+  QWEN3_CODER,
+} from "./mod.ts";
 import { bannedOpeners, markerDecoder, nativeLayout } from "./wiring.ts";
 import { templateRendersTools, toolInstructions, withToolInstructions } from "./instructions.ts";
 
@@ -70,6 +78,44 @@ Deno.test("forced calls in a family's own layout read back by its reader", () =>
     assert.equal(calls[0].name, "get_weather", `${family.name}: ${text}`);
     assert.deepEqual(JSON.parse(calls.map((c) => c.arguments ?? "").join("")), {});
     assert.equal(deltas.some((d) => d.content), false, `${family.name}: no markup as content`);
+  }
+});
+
+Deno.test("a forced Qwen3-Coder call is XML, its values JSON (a string's text may hold the close tags)", () => {
+  const tools = [{
+    name: "get_weather",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string" }, days: { type: "integer" } },
+      required: ["city"],
+      additionalProperties: false,
+    },
+  }];
+  const g = toolCallGrammar(tools, { format: nativeLayout(QWEN3_CODER, "")! });
+  const index = VocabIndex.build([...Array(256).keys()].map((b) => new Uint8Array([b])), []);
+  const text =
+    '<tool_call>\n<function=get_weather>\n<parameter=city>\n"P</parameter></tool_call>"\n</parameter>\n' +
+    "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>";
+  const m = g.matcher(index);
+  assert.ok(m.acceptBytes(new TextEncoder().encode(text)) && m.isComplete(), "the grammar writes it");
+  assert.equal(
+    shortest(g),
+    '<tool_call>\n<function=get_weather>\n<parameter=city>\n""\n</parameter>\n</function>\n</tool_call>',
+  );
+  for (const chunk of [text.length, 1, 3]) {
+    const p = new FamilyOutputParser(QWEN3_CODER, {
+      schemas: new Map([["get_weather", tools[0].parameters]]),
+    });
+    const deltas = [];
+    for (let i = 0; i < text.length; i += chunk) deltas.push(...p.push(text.slice(i, i + chunk)));
+    deltas.push(...p.end());
+    const calls = deltas.flatMap((d) => d.toolCalls ?? []);
+    assert.equal(calls[0].name, "get_weather");
+    assert.deepEqual(JSON.parse(calls.map((c) => c.arguments ?? "").join("")), {
+      city: "P</parameter></tool_call>",
+      days: 2,
+    });
+    assert.equal(deltas.some((d) => d.content), false);
   }
 });
 

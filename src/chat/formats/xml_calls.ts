@@ -35,6 +35,8 @@ function readBlocks(
   open: string,
   close: string,
   readBlock: (inside: string, whole: boolean) => ReadCall | null,
+  /** Where the close tag may be looked for from (past values that may hold it); -1: not known yet. */
+  skip: (s: string, from: number) => number = jsonSkip,
 ): ReadOutput {
   const out: ReadOutput = { reasoning: "", content: "", calls: [] };
   let s = text;
@@ -45,10 +47,8 @@ function readBlocks(
       return out;
     }
     const inside0 = at + open.length;
-    // A JSON call inside the block ends where its object does (its strings may hold anything, the close tag too).
-    const lead = s.slice(inside0).search(/\S/);
-    const json = lead >= 0 && s[inside0 + lead] === "{" ? jsonEnd(s, inside0 + lead) : null;
-    const end = json === -1 ? -1 : s.indexOf(close, json ?? inside0);
+    const from = skip(s, inside0);
+    const end = from === -1 ? -1 : s.indexOf(close, from);
     const inside = s.slice(inside0, end < 0 ? undefined : end);
     const call = readBlock(end < 0 ? settled(inside, partial, [close]) : inside, end >= 0 || !partial);
     if (call) {
@@ -63,6 +63,36 @@ function readBlocks(
   }
 }
 
+/** A JSON call inside the block ends where its object does (its strings may hold anything, the close tag too). */
+function jsonSkip(s: string, from: number): number {
+  const lead = s.slice(from).search(/\S/);
+  return lead >= 0 && s[from + lead] === "{" ? jsonEnd(s, from + lead) : from;
+}
+
+/** Past a Qwen3-Coder call's parameters: a value written as JSON (a forced call's) may hold the close tags. */
+function coderSkip(s: string, from: number): number {
+  const lead = s.slice(from).search(/\S/);
+  if (lead >= 0 && s[from + lead] === "{") return jsonEnd(s, from + lead);
+  let i = from;
+  for (;;) {
+    const p = /^\s*(?:<function=[^>\n]*>)?\s*<parameter=[^>\n]+>\n?/.exec(s.slice(i));
+    if (!p) return i;
+    const at = i + p[0].length;
+    if (t(at) !== '"' && t(at) !== "{" && t(at) !== "[") {
+      const c = s.indexOf("</parameter>", at);
+      if (c < 0) return at;
+      i = c + "</parameter>".length;
+      continue;
+    }
+    const e = jsonEnd(s, at);
+    if (e < 0) return -1;
+    i = e;
+  }
+  function t(k: number) {
+    return s[k];
+  }
+}
+
 function qwenCoderBlock(inside: string, whole: boolean, ctx: ParseContext): ReadCall | null {
   const t = inside.trimStart();
   if (t.startsWith("{")) {
@@ -73,9 +103,21 @@ function qwenCoderBlock(inside: string, whole: boolean, ctx: ParseContext): Read
   if (!fn) return null;
   const name = fn[1].trim();
   const pairs: [string, unknown][] = [];
-  const re = /<parameter=([^>\n]+)>\n?([\s\S]*?)\n?<\/parameter>/g;
-  let m;
-  while ((m = re.exec(t))) pairs.push([m[1].trim(), typedValue(m[2], paramSchema(ctx, name, m[1].trim()))]);
+  let i = fn[0].length;
+  for (;;) {
+    const p = /^\s*<parameter=([^>\n]+)>\n?/.exec(t.slice(i));
+    if (!p) break;
+    const key = p[1].trim();
+    const at = i + p[0].length;
+    // A value written as JSON (a forced call's) ends where its JSON does: its text may hold anything.
+    const json = t[at] === '"' || t[at] === "{" || t[at] === "[" ? jsonEnd(t, at) : null;
+    if (json === -1) break;
+    const close = t.indexOf("</parameter>", json ?? at);
+    if (close < 0) break;
+    const raw = json === null ? t.slice(at, close).replace(/\n$/, "") : t.slice(at, json);
+    pairs.push([key, typedValue(raw, paramSchema(ctx, name, key))]);
+    i = close + "</parameter>".length;
+  }
   return { name, arguments: pairsJson(pairs, whole) };
 }
 
@@ -97,7 +139,7 @@ export const QWEN3_CODER: Family = {
   markers: [],
   callOpeners: ["<tool_call>"],
   parse: (text, partial, ctx) =>
-    readBlocks(text, partial, "<tool_call>", "</tool_call>", (b, w) => qwenCoderBlock(b, w, ctx)),
+    readBlocks(text, partial, "<tool_call>", "</tool_call>", (b, w) => qwenCoderBlock(b, w, ctx), coderSkip),
 };
 
 export const GLM: Family = {

@@ -23,6 +23,11 @@ export interface ToolCallFormat {
    * JSON (DeepSeek, Mistral v11, Harmony, Kimi): there is no call object.
    */
   readonly nameAfter?: string;
+  /**
+   * Arguments as XML parameters (Qwen3-Coder): after the name and `>\n`, each property in schema order as
+   * `<parameter=KEY>\nVALUE\n</parameter>\n` (VALUE as JSON), then `</function>`.
+   */
+  readonly xmlParams?: boolean;
   /** Whether the template family has parallel calls at all. */
   readonly parallel: boolean;
 }
