@@ -309,7 +309,7 @@ const MORE: PlaybackFamily[] = [
   {
     name: "playback-glm-4-5",
     row: "GLM 4.5-4.7",
-    forcedOpener: "<tool_call>",
+    forcedOpener: "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>",
     pkg: PKGS.qwen3,
     pre: "qwen2",
     template: GLM45_TEMPLATE,
@@ -396,7 +396,7 @@ const MORE: PlaybackFamily[] = [
   {
     name: "playback-llama4",
     row: "Llama 4",
-    forcedOpener: "<tool_call>",
+    forcedOpener: "[get_weather(city=",
     pkg: PKGS.llama3_1,
     pre: "llama-bpe",
     template: LLAMA4_TEMPLATE,
@@ -460,7 +460,7 @@ const MORE: PlaybackFamily[] = [
   {
     name: "playback-lfm2",
     row: "LFM2",
-    forcedOpener: "<tool_call>",
+    forcedOpener: "<|tool_call_start|>[get_weather(city=",
     pkg: PKGS.qwen3,
     pre: "qwen2",
     template: LFM2_TEMPLATE,
@@ -492,7 +492,7 @@ const MORE: PlaybackFamily[] = [
   {
     name: "playback-gemma3",
     row: "Gemma 3",
-    forcedOpener: "<tool_call>",
+    forcedOpener: "```tool_code\nget_weather(city=",
     pkg: PKGS.qwen3,
     pre: "qwen2",
     template: GEMMA3_TEMPLATE,

@@ -73,8 +73,8 @@ export function toolCallGrammar(
       ignored.push(...c.ignored);
       argNodes.push([i, args]);
       calls.push(
-        format.xmlParams
-          ? xmlCall(f, t, c, i)
+        format.params
+          ? keyedCall(f, t, c, i, format)
           : format.nameAfter !== undefined
           ? f.seq([f.lit([t.name + format.nameAfter]), args])
           : f.obj(
@@ -124,25 +124,51 @@ export function toolCallGrammar(
 }
 
 /**
- * A call whose arguments are XML parameters (Qwen3-Coder): `NAME>\n`, then each property in schema order
- * (an optional one may be left out) as `<parameter=KEY>\n` + its value as JSON + `\n</parameter>\n`, then
- * `</function>`. Built from the end so each optional parameter shares the rest.
+ * A call whose arguments are keyed parameters (`format.params`): the name and `nameAfter`, then the
+ * properties in schema order, each optional one possibly left out, separated by `between`, then `end`.
+ * `rest[i]`: the parameters from property i on after at least one was written; `first[i]`: before any was.
  */
-function xmlCall(f: NodeFactory, t: ToolSpec, c: SchemaCompiler, index: number): Node {
+function keyedCall(
+  f: NodeFactory,
+  t: ToolSpec,
+  c: SchemaCompiler,
+  index: number,
+  format: ToolCallFormat,
+): Node {
+  const k = format.params!;
   const s = (t.parameters ?? NO_ARGS) as { properties?: Record<string, unknown>; required?: string[] };
   const props = Object.entries(s.properties ?? {});
   const required = new Set(s.required ?? []);
-  let rest: Node = f.lit(["</function>"]);
-  for (let i = props.length - 1; i >= 0; i--) {
-    const [key, schema] = props[i];
+  const param = props.map(([key, schema]) => {
     let value: Node;
     try {
       value = c.compile(schema, `#/properties/${key}`);
     } catch (e) {
       throw e instanceof SchemaError ? e.forTool(index) : e;
     }
-    const param = f.seq([f.lit([`<parameter=${key}>\n`]), value, f.lit(["\n</parameter>\n"]), rest]);
-    rest = required.has(key) ? param : f.alt([param, rest]);
+    return [f.lit([k.open.replaceAll("{key}", key)]), value, ...(k.close ? [f.lit([k.close])] : [])];
+  });
+  // `end` is never empty, so every alternative writes something.
+  const end = f.lit([k.end]);
+  const rest: Node[] = [];
+  const first: Node[] = [];
+  const mk = (opts: Node[][]): Node => {
+    const nodes = opts.map((o) => o.length === 1 ? o[0] : f.seq(o));
+    return nodes.length === 1 ? nodes[0] : f.alt(nodes);
+  };
+  rest[props.length] = first[props.length] = end;
+  for (let i = props.length - 1; i >= 0; i--) {
+    const options: Node[][] = [];
+    const firstOptions: Node[][] = [];
+    let skippable = true;
+    for (let j = i; j < props.length && skippable; j++) {
+      options.push([...(k.between ? [f.lit([k.between])] : []), ...param[j], rest[j + 1]]);
+      firstOptions.push([...param[j], rest[j + 1]]);
+      skippable = !required.has(props[j][0]);
+    }
+    if (skippable) options.push([end]), firstOptions.push([end]);
+    rest[i] = mk(options);
+    first[i] = mk(firstOptions);
   }
-  return f.seq([f.lit([`${t.name}>\n`]), rest]);
+  return f.seq([f.lit([t.name + (format.nameAfter ?? "")]), first[0]]);
 }

@@ -27,7 +27,22 @@ function literal(s: string, i: number): Lit {
       if (ch === "\\") {
         if (j + 1 >= s.length) return "more";
         const e = s[++j];
-        out += e === "n" ? "\n" : e === "t" ? "\t" : e === "r" ? "\r" : e;
+        if (e === "u") {
+          // A JSON-style \uXXXX escape (values written as JSON by a forced call).
+          if (j + 4 >= s.length) return "more";
+          out += String.fromCharCode(parseInt(s.slice(j + 1, j + 5), 16));
+          j += 4;
+        } else {out += e === "n"
+            ? "\n"
+            : e === "t"
+            ? "\t"
+            : e === "r"
+            ? "\r"
+            : e === "b"
+            ? "\b"
+            : e === "f"
+            ? "\f"
+            : e;}
       } else if (ch === c) return { v: out, end: j + 1 };
       else out += ch;
     }
@@ -131,21 +146,25 @@ function pythonic(name: string, open: string, close: string, markers: string[] =
       at = text.length - lead.length;
       bodyStart = at;
     }
-    const endAt = close ? text.indexOf(close, bodyStart) : -1;
-    const body = text.slice(bodyStart, endAt < 0 ? undefined : endAt);
-    const r = readPyCalls(body);
-    const finished = endAt >= 0 || !partial;
-    // Not calls after all (or never finished): the text as written.
-    if (!r.ok || (finished && (r.calls.length === 0 || (!close && r.end < 0)))) return none(text);
-    const afterList = close
-      ? (endAt < 0 ? "" : text.slice(endAt + close.length))
-      : r.end < 0
-      ? ""
-      : body.slice(r.end);
-    if (!close && r.end >= 0 && afterList.trim() && !partial) return none(text);
+    // The calls are read first: a string value may hold the close marker.
+    const rest = text.slice(bodyStart);
+    const r = readPyCalls(rest);
+    if (!r.ok) return none(text);
+    if (r.end < 0) {
+      return partial ? { reasoning: "", content: text.slice(0, at), calls: r.calls } : none(text);
+    }
+    if (r.calls.length === 0) return none(text);
+    let after = rest.slice(r.end);
+    if (close) {
+      const t = after.trimStart();
+      if (t.startsWith(close)) after = t.slice(close.length);
+      else if (partial && close.startsWith(t)) after = "";
+    }
+    // A bare list is a call list only as the whole reply.
+    if (!open && after.trim() && !partial) return none(text);
     return {
       reasoning: "",
-      content: joinText(text.slice(0, at), settled(afterList, partial, open ? [open] : [])),
+      content: joinText(text.slice(0, at), settled(after, partial, open ? [open] : [])),
       calls: r.calls,
     };
   };

@@ -94,10 +94,44 @@ export function nativeLayout(family: Family, template: string | null): ToolCallF
         ...base,
         name: "qwen3_coder_xml",
         open: "<tool_call>\n<function=",
-        xmlParams: true,
+        nameAfter: ">\n",
+        params: { open: "<parameter={key}>\n", close: "\n</parameter>\n", between: "", end: "</function>" },
         close: "\n</tool_call>",
         sep: "\n",
       };
+    case "glm":
+      return {
+        ...base,
+        name: "glm",
+        open: "<tool_call>",
+        nameAfter: "\n",
+        params: {
+          open: "<arg_key>{key}</arg_key>\n<arg_value>",
+          close: "</arg_value>\n",
+          between: "",
+          end: "</tool_call>",
+        },
+        sep: "\n",
+      };
+    case "llama4":
+    case "lfm2":
+    case "gemma": {
+      // Pythonic calls with JSON values (a JSON string, number, list or object is Python too).
+      const [prefix, sep, suffix] = family.name === "llama4"
+        ? ["[", ", ", "]"]
+        : family.name === "lfm2"
+        ? ["<|tool_call_start|>[", ", ", "]<|tool_call_end|>"]
+        : ["```tool_code\n", "\n", "\n```"];
+      return {
+        ...base,
+        name: `${family.name}_pythonic`,
+        prefix,
+        nameAfter: "(",
+        params: { open: "{key}=", close: "", between: ", ", end: ")" },
+        sep,
+        suffix,
+      };
+    }
     default:
       return null;
   }

@@ -8,8 +8,12 @@ import {
   DEEPSEEK,
   detectFamily,
   FamilyOutputParser,
+  GEMMA,
+  GLM,
   HARMONY,
   KIMI,
+  LFM2,
+  LLAMA4,
   MISTRAL_V11,
   QWEN3_CODER,
 } from "./mod.ts";
@@ -116,6 +120,53 @@ Deno.test("a forced Qwen3-Coder call is XML, its values JSON (a string's text ma
       days: 2,
     });
     assert.equal(deltas.some((d) => d.content), false);
+  }
+});
+
+Deno.test("keyed-parameter layouts (GLM, pythonic): optional parameters, JSON values, read back", () => {
+  const params = {
+    type: "object",
+    properties: { city: { type: "string" }, days: { type: "integer" }, units: { type: "string" } },
+    required: ["city"],
+    additionalProperties: false,
+  };
+  const tools = [{ name: "get_weather", parameters: params }];
+  const index = VocabIndex.build([...Array(256).keys()].map((b) => new Uint8Array([b])), []);
+  const cases: [typeof GLM, string, string][] = [
+    [
+      GLM,
+      '<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>"Rome"</arg_value>\n<arg_key>units</arg_key>\n<arg_value>"C"</arg_value>\n</tool_call>',
+      '<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>""</arg_value>\n</tool_call>',
+    ],
+    [LLAMA4, '[get_weather(city="Rome", units="C")]', '[get_weather(city="")]'],
+    [
+      LFM2,
+      '<|tool_call_start|>[get_weather(city="Rome", units="C")]<|tool_call_end|>',
+      '<|tool_call_start|>[get_weather(city="")]<|tool_call_end|>',
+    ],
+    [
+      GEMMA,
+      '```tool_code\nget_weather(city="Rome", units="C")\n```',
+      '```tool_code\nget_weather(city="")\n```',
+    ],
+  ];
+  for (const [family, text, min] of cases) {
+    const g = toolCallGrammar(tools, { format: nativeLayout(family, "")! });
+    const m = g.matcher(index);
+    assert.ok(
+      m.acceptBytes(new TextEncoder().encode(text)) && m.isComplete(),
+      `${family.name} writes ${text}`,
+    );
+    assert.equal(g.matcher(index).acceptBytes(new TextEncoder().encode(text.replace("city", "town"))), false);
+    assert.equal(shortest(g), min, family.name);
+    const p = new FamilyOutputParser(family, { schemas: new Map([["get_weather", params]]) });
+    const deltas = [...p.push(text), ...p.end()];
+    const calls = deltas.flatMap((d) => d.toolCalls ?? []);
+    assert.deepEqual(
+      JSON.parse(calls.map((c) => c.arguments ?? "").join("")),
+      { city: "Rome", units: "C" },
+      family.name,
+    );
   }
 });
 

@@ -121,17 +121,48 @@ function qwenCoderBlock(inside: string, whole: boolean, ctx: ParseContext): Read
   return { name, arguments: pairsJson(pairs, whole) };
 }
 
+/**
+ * The key/value pairs from `i` on (`key` matches up to the value's start; a value written as JSON ends where
+ * its JSON does, so its text may hold the closing tags), and where they end (-1: a JSON value unfinished).
+ */
+function keyedPairs(
+  t: string,
+  i: number,
+  key: RegExp,
+  valueClose: string,
+): { pairs: [string, string][]; end: number } {
+  const pairs: [string, string][] = [];
+  for (;;) {
+    const p = key.exec(t.slice(i));
+    if (!p) return { pairs, end: i };
+    const at = i + p[0].length;
+    const json = t[at] === '"' || t[at] === "{" || t[at] === "[" ? jsonEnd(t, at) : null;
+    if (json === -1) return { pairs, end: -1 };
+    const close = t.indexOf(valueClose, json ?? at);
+    if (close < 0) return { pairs, end: at };
+    pairs.push([p[1].trim(), json === null ? t.slice(at, close).replace(/\n$/, "") : t.slice(at, json)]);
+    i = close + valueClose.length;
+  }
+}
+
+const GLM_KEY = /^\s*<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>/;
+
+function glmSkip(s: string, from: number): number {
+  const nl = s.slice(from).search(/\n|<arg_key>/);
+  return nl < 0 ? from : keyedPairs(s, from + nl, GLM_KEY, "</arg_value>").end;
+}
+
 function glmBlock(inside: string, whole: boolean, ctx: ParseContext): ReadCall | null {
   const t = inside.trimStart();
   const nl = t.search(/\n|<arg_key>/);
   if (nl < 0) return whole && t.trim() && !t.includes("<") ? { name: t.trim(), arguments: "{}" } : null;
   const name = t.slice(0, nl).trim();
   if (!name || name.startsWith("{")) return null;
-  const pairs: [string, unknown][] = [];
-  const re = /<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)<\/arg_value>/g;
-  let m;
-  while ((m = re.exec(t))) pairs.push([m[1].trim(), typedValue(m[2], paramSchema(ctx, name, m[1].trim()))]);
-  return { name, arguments: pairsJson(pairs, whole) };
+  const { pairs } = keyedPairs(t, nl, GLM_KEY, "</arg_value>");
+  return {
+    name,
+    arguments: pairsJson(pairs.map(([k, v]) => [k, typedValue(v, paramSchema(ctx, name, k))]), whole),
+  };
 }
 
 export const QWEN3_CODER: Family = {
@@ -147,7 +178,7 @@ export const GLM: Family = {
   markers: [],
   callOpeners: ["<tool_call>"],
   parse: (text, partial, ctx) =>
-    readBlocks(text, partial, "<tool_call>", "</tool_call>", (b, w) => glmBlock(b, w, ctx)),
+    readBlocks(text, partial, "<tool_call>", "</tool_call>", (b, w) => glmBlock(b, w, ctx), glmSkip),
 };
 
 const KIMI_SECTION = "<|tool_calls_section_begin|>";

@@ -24,10 +24,12 @@ export interface ToolCallFormat {
    */
   readonly nameAfter?: string;
   /**
-   * Arguments as XML parameters (Qwen3-Coder): after the name and `>\n`, each property in schema order as
-   * `<parameter=KEY>\nVALUE\n</parameter>\n` (VALUE as JSON), then `</function>`.
+   * Arguments written as keyed parameters after the name and `nameAfter`, not as a JSON object: each
+   * property in schema order (optional ones may be left out) as `open` (its `{key}` replaced by the key), the
+   * value as JSON, `close`; `between` separates two parameters and `end` follows the last. Qwen3-Coder's XML
+   * (`<parameter={key}>\n`), GLM's `<arg_key>`/`<arg_value>` pairs, pythonic calls (`{key}=`, ", ", ")").
    */
-  readonly xmlParams?: boolean;
+  readonly params?: { open: string; close: string; between: string; end: string };
   /** Whether the template family has parallel calls at all. */
   readonly parallel: boolean;
 }
