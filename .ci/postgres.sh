@@ -13,6 +13,14 @@ if [ "$(id -u)" -eq 0 ]; then
   as=(runuser -u postgres --)
 fi
 "${as[@]}" "$bin/initdb" -D "$dir/data" -A trust -U postgres >"$dir/initdb.log" 2>&1
-"${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
-echo "postgres://postgres@127.0.0.1:$port/postgres"
+# A port another server holds (a run still going, one left behind) makes the start fail: try the next ones.
+for try in 1 2 3 4 5; do
+  if "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null; then
+    echo "postgres://postgres@127.0.0.1:$port/postgres"
+    exit 0
+  fi
+  port=$((20000 + (port - 20000 + 7919) % 20000))
+done
+echo "postgres: no port to listen on (see $dir/server.log)" >&2
+exit 1
