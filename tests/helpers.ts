@@ -234,3 +234,18 @@ export async function expectChatBadRequest(
   if (err.param !== param) throw new Error(`${what}: param ${err.param}, expected ${param} (${err.message})`);
   if (message && !message.test(err.message)) throw new Error(`${what}: message ${err.message}`);
 }
+
+/** Runs `fn` against a server whose manifest is the generated models plus `models`, closed afterwards. */
+export async function withExtraModels(
+  models: ManifestJson["models"],
+  fn: (s: TestServer) => Promise<void>,
+): Promise<void> {
+  const s = await startTestServer({
+    manifest: { ...GENERATED_MODELS, models: { ...GENERATED_MODELS.models, ...models } },
+  });
+  try {
+    await fn(s);
+  } finally {
+    await s.close();
+  }
+}

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type OpenAI from "openai";
-import { GENERATED_MODELS, MODELS_DIR, startTestServer, type TestServer } from "../helpers.ts";
+import { MODELS_DIR, type TestServer, withExtraModels } from "../helpers.ts";
 import type { Expect, Scenario } from "../../tools/models/playback.ts";
 import { FAMILIES, TOOLS } from "../../tools/models/playback_families.ts";
 
@@ -77,16 +77,7 @@ function toResponsesInput(messages: Played["messages"]): OpenAI.Responses.Respon
   });
 }
 
-async function withServer(fn: (s: TestServer) => Promise<void>) {
-  const s = await startTestServer({
-    manifest: { ...GENERATED_MODELS, models: { ...GENERATED_MODELS.models, ...MODELS } },
-  });
-  try {
-    await fn(s);
-  } finally {
-    await s.close();
-  }
-}
+const withServer = (fn: (s: TestServer) => Promise<void>) => withExtraModels(MODELS, fn);
 
 Deno.test("families e2e: real tokenizers and templates, replies read the family's way", async (t) => {
   await withServer(async (s) => {

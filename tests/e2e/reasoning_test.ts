@@ -6,7 +6,7 @@
 // answer after the block. think-tiny's replies are in tools/models/README.md.
 import assert from "node:assert/strict";
 import { WEATHER_TOOL } from "../support/tools.ts";
-import { GENERATED_MODELS, startTestServer, type TestServer } from "../helpers.ts";
+import { type TestServer, withExtraModels } from "../helpers.ts";
 import { promptTokens } from "../support/chat_tiny_tokens.ts";
 import { THINK_REPLIES } from "../../tools/models/think_tiny.ts";
 
@@ -54,16 +54,7 @@ const MODELS = {
   },
 };
 
-async function withServer(fn: (s: TestServer) => Promise<void>) {
-  const s = await startTestServer({
-    manifest: { ...GENERATED_MODELS, models: { ...GENERATED_MODELS.models, ...MODELS } },
-  });
-  try {
-    await fn(s);
-  } finally {
-    await s.close();
-  }
-}
+const withServer = (fn: (s: TestServer) => Promise<void>) => withExtraModels(MODELS, fn);
 
 /** The chat-completions fields the wire adds for reasoning models (not in the SDK's types). */
 type Reasoned = { reasoning_content?: string };
