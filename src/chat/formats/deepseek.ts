@@ -12,7 +12,10 @@ const CALL_END = "<｜tool▁call▁end｜>";
 const SEP = "<｜tool▁sep｜>";
 const OPENERS = [CALLS_BEGIN, CALL_BEGIN];
 
-function readCall(s: string, partial: boolean): { call: ReadCall | null; end: number; ok: boolean } {
+function readCall(
+  s: string,
+  partial: boolean,
+): { call: ReadCall | null; end: number; ok: boolean; tail?: boolean } {
   const sep = s.indexOf(SEP);
   if (sep < 0) return { call: null, end: -1, ok: partial };
   const head = s.slice(0, sep).trim();
@@ -38,9 +41,14 @@ function readCall(s: string, partial: boolean): { call: ReadCall | null; end: nu
     name = body.slice(0, nl).trim();
     body = body.slice(nl + 1);
     skipped += nl + 1;
-    const fence = /^\s*```[a-z]*\n?/.exec(body);
+    // The fence opens the arguments once its line is whole (```json\n); while it arrives nothing is read.
+    const fence = /^\s*```[a-z]*\n/.exec(body);
     if (fence) body = body.slice(fence[0].length), skipped += fence[0].length;
-    else if (partial && "```json\n".startsWith(body.trimStart())) return { call: null, end: -1, ok: true };
+    else if (partial && /^\s*`{0,3}[a-z]*$/.test(body)) return { call: null, end: -1, ok: true };
+    else if (!partial) {
+      const bare = /^\s*```[a-z]*/.exec(body);
+      if (bare) body = body.slice(bare[0].length), skipped += bare[0].length;
+    }
   }
   if (!name) return { call: null, end: -1, ok: false };
   const close = body.indexOf(CALL_END);
@@ -48,14 +56,24 @@ function readCall(s: string, partial: boolean): { call: ReadCall | null; end: nu
   args = args.replace(/\s*```\s*$/, "");
   if (close < 0) args = settled(args, partial, ["\n```", "```"]);
   if (close < 0) {
-    return { call: { name, arguments: partial ? args : argumentsText(args) }, end: -1, ok: true };
+    // Plain text only extends arguments with no fence in them and nothing held back.
+    const tail = partial && !body.includes("`") && args === body;
+    return { call: { name, arguments: partial ? args : argumentsText(args) }, end: -1, ok: true, tail };
   }
   return { call: { name, arguments: argumentsText(args) }, end: skipped + close + CALL_END.length, ok: true };
 }
 
 function parse(text: string, partial: boolean): ReadOutput {
   const at = OPENERS.map((o) => text.indexOf(o)).filter((i) => i >= 0);
-  if (at.length === 0) return { reasoning: "", content: settled(text, partial, OPENERS), calls: [] };
+  if (at.length === 0) {
+    const content = settled(text, partial, OPENERS);
+    return {
+      reasoning: "",
+      content,
+      calls: [],
+      ...(partial && content === text ? { tail: "content" as const } : {}),
+    };
+  }
   const start = Math.min(...at);
   const before = text.slice(0, start);
   let s = text.slice(start);
@@ -68,7 +86,10 @@ function parse(text: string, partial: boolean): ReadOutput {
       const r = readCall(s.slice(CALL_BEGIN.length), partial);
       if (!r.ok) return { reasoning: "", content: text, calls: [] };
       if (r.call) calls.push(r.call);
-      if (r.end < 0) break;
+      if (r.end < 0) {
+        if (r.tail) return { reasoning: "", content: before, calls, tail: "args" };
+        break;
+      }
       s = s.slice(CALL_BEGIN.length + r.end);
       continue;
     }
@@ -83,6 +104,7 @@ function parse(text: string, partial: boolean): ReadOutput {
 export const DEEPSEEK: Family = {
   name: "deepseek",
   markers: [],
+  triggers: "<`",
   callOpeners: OPENERS,
   parse,
 };

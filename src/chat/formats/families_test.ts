@@ -243,3 +243,69 @@ Deno.test("detection: each family's template markup picks its reader", () => {
   assert.deepEqual(reasoningTags("</think>"), { open: "<think>", close: "</think>" });
   assert.equal(reasoningTags("plain"), null);
 });
+
+Deno.test("stream adapter: extending a field without a re-read gives exactly what re-reading gives", () => {
+  const long = (w: string, n: number) =>
+    Array.from({ length: n }, (_, i) => `${w}${i % 7 ? "" : "\n"} `).join("");
+  const texts: [Family, string][] = [
+    [
+      HARMONY,
+      `<|channel|>analysis<|message|>${long("think", 300)}<|end|><|start|>assistant<|channel|>commentary ` +
+      `to=functions.get_weather <|constrain|>json<|message|>{"city": "${long("P", 200)}"}`,
+    ],
+    [
+      HARMONY,
+      `<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>${
+        long("ans", 300)
+      }`,
+    ],
+    [HARMONY, `plain ${long("text", 100)} with a < sign and <|channel|> later`],
+    [
+      DEEPSEEK,
+      `${long("before", 100)}<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n` +
+      `\`\`\`json\n{"city": "${long("R", 200)}"}\n\`\`\`<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
+    ],
+    [
+      DEEPSEEK,
+      `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "${long("V", 150)}"}` +
+      `<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
+    ],
+  ];
+  for (const [family, text] of texts) {
+    // The same reader with no triggers: every piece is a re-read.
+    const full: Family = { ...family, triggers: undefined };
+    for (const seed of [1, 2, 3, 5, 8]) {
+      const pieces = random(seed)(text);
+      const fast = new FamilyOutputParser(family, { schemas: SCHEMAS }, () => "call_x");
+      const slow = new FamilyOutputParser(full, { schemas: SCHEMAS }, () => "call_x");
+      const a = [...pieces.flatMap((p) => fast.push(p)), ...fast.end()];
+      const b = [...pieces.flatMap((p) => slow.push(p)), ...slow.end()];
+      assert.deepEqual(collect(a), collect(b), `${family.name} seed ${seed}`);
+    }
+  }
+});
+
+Deno.test("stream adapter: a long thought or argument is not read again for every piece", () => {
+  for (
+    const [family, text] of [
+      [
+        HARMONY,
+        `<|channel|>analysis<|message|>${"thinking about it. ".repeat(500)}<|end|><|start|>assistant` +
+        `<|channel|>final<|message|>${"the answer. ".repeat(500)}`,
+      ],
+      [
+        DEEPSEEK,
+        `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "${"x".repeat(8000)}"}`,
+      ],
+    ] as const
+  ) {
+    let reads = 0;
+    const counted: Family = { ...family, parse: (t, p, c) => (reads++, family.parse(t, p, c)) };
+    const p = new FamilyOutputParser(counted);
+    let pieces = 0;
+    for (let i = 0; i < text.length; i += 4) p.push(text.slice(i, i + 4)), pieces++;
+    p.end();
+    // Only pieces with a marker character (and the end) are read again: a few dozen of thousands.
+    assert.ok(reads < 50, `${family.name}: ${reads} reads for ${pieces} pieces`);
+  }
+});

@@ -17,6 +17,13 @@ export interface ReadOutput {
   reasoning: string;
   content: string;
   calls: ReadCall[];
+  /**
+   * Set by a reader (partial reads) when appending any text without the family's `triggers` characters
+   * to the reply appends exactly that text to this field (of the last call, for "args"): the stream adapter
+   * then extends the field instead of reading the whole reply again (long thoughts and arguments would make
+   * every token cost the length of the reply).
+   */
+  tail?: "reasoning" | "content" | "args";
 }
 
 /** What a family knows of the request: the tools offered (for typing XML/pythonic argument values). */
@@ -38,6 +45,8 @@ export interface Family {
    * masked, so the model answers in text.
    */
   readonly callOpeners: readonly string[];
+  /** Characters that may begin the family's markup (with `tail`: text without them only extends a field). */
+  readonly triggers?: string;
   /** The family writes its reasoning itself (Harmony's analysis channel), not through `<think>` blocks. */
   readonly ownsReasoning?: boolean;
   parse(text: string, partial: boolean, ctx: ParseContext): ReadOutput;

@@ -23,6 +23,7 @@ function parse(text: string, partial: boolean): ReadOutput {
       // Not Harmony framing: the text is the answer (held while it may still become a marker).
       if (partial && (CHANNEL.startsWith(lead) || START.startsWith(lead))) return out;
       out.content = settled(s, partial, MARKERS);
+      if (partial && out.content === s) out.tail = "content";
       return out;
     }
     first = false;
@@ -39,15 +40,24 @@ function parse(text: string, partial: boolean): ReadOutput {
       if (i >= 0 && (end < 0 || i < end)) end = i, endLen = e === START ? 0 : e.length;
     }
     const rest = end < 0 ? "" : body.slice(end + endLen);
+    const raw = body;
     body = end < 0 ? settled(body, partial, MARKERS) : body.slice(0, end);
+    // The reply ends in this body: plain text only extends it (once it has begun, so joining adds nothing).
+    const open = end < 0 && partial && body === raw && body.trim() !== "";
     const channel = /<\|channel\|>\s*([A-Za-z_]+)/.exec(header)?.[1] ?? "";
     const to = /\bto=([^\s<]+)/.exec(header)?.[1];
     if (to) {
       const name = to.startsWith("functions.") ? to.slice("functions.".length) : to;
       const call: ReadCall = { name, arguments: end < 0 && partial ? body : argumentsText(body) };
       out.calls.push(call);
-    } else if (channel === "analysis") out.reasoning = joinText(out.reasoning, body);
-    else out.content = joinText(out.content, body);
+      if (open) out.tail = "args";
+    } else if (channel === "analysis") {
+      out.reasoning = joinText(out.reasoning, body);
+      if (open) out.tail = "reasoning";
+    } else {
+      out.content = joinText(out.content, body);
+      if (open) out.tail = "content";
+    }
     if (end < 0) return out;
     s = rest;
   }
@@ -58,6 +68,7 @@ export const HARMONY: Family = {
   name: "harmony",
   markers: MARKERS,
   callOpeners: [],
+  triggers: "<",
   ownsReasoning: true,
   parse,
 };

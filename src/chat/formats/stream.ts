@@ -3,10 +3,12 @@
 // with index, id "call_...", name and arguments "", then argument fragments). Leading whitespace is trimmed
 // and trailing whitespace waits until more text shows it is not the end (llama.cpp's server trims replies the
 // same way). A re-read that would take back text already sent (a reader bug) sends nothing more of that part
-// rather than something wrong; the final read then still has the whole reply.
+// rather than something wrong; the final read then still has the whole reply. Where the reader says the
+// reply ends inside a field that plain text only extends (`tail`), a piece without the family's trigger
+// characters extends that field without a re-read: each token then costs its own length, not the reply's.
 import type { ChatDelta, ChatFinishReason, ChatOutputParser } from "../../engines/types.ts";
 import { newCallId } from "../tools/mod.ts";
-import { type Family, NO_SCHEMAS, type ParseContext } from "./family.ts";
+import { type Family, NO_SCHEMAS, type ParseContext, type ReadOutput } from "./family.ts";
 
 /** What of `now` follows what was sent, or "" when `now` does not extend it. */
 function grown(sent: string, now: string): string {
@@ -23,6 +25,8 @@ export class FamilyOutputParser implements ChatOutputParser {
   #text = "";
   #reasoning = "";
   #content = "";
+  /** After a partial read ending inside a field that plain text extends: that field, its unsent whitespace. */
+  #tail: { field: "reasoning" | "content" | "args"; ws: string } | null = null;
   readonly #calls: { name: string; args: string; id: string }[] = [];
 
   constructor(
@@ -34,7 +38,26 @@ export class FamilyOutputParser implements ChatOutputParser {
   push(text: string): ChatDelta[] {
     if (!text) return [];
     this.#text += text;
+    const tail = this.#tail;
+    const triggers = this.family.triggers;
+    if (tail && triggers && ![...triggers].some((c) => text.includes(c))) return this.#extend(tail, text);
     return this.#read(true);
+  }
+
+  /**
+   * Plain text at the end of a growing field: what it adds is sent without reading the reply again, and
+   * without touching the field's whole text (trailing whitespace waits in `ws`, as a re-read would hold it).
+   */
+  #extend(tail: { field: "reasoning" | "content" | "args"; ws: string }, text: string): ChatDelta[] {
+    const all = tail.ws + text;
+    const add = all.trimEnd();
+    tail.ws = all.slice(add.length);
+    if (!add) return [];
+    if (tail.field === "reasoning") return this.#reasoning += add, [{ reasoning: add }];
+    if (tail.field === "content") return this.#content += add, [{ content: add }];
+    const i = this.#calls.length - 1;
+    this.#calls[i].args += add;
+    return [{ toolCalls: [{ index: i, arguments: add }] }];
   }
 
   end(): ChatDelta[] {
@@ -49,7 +72,10 @@ export class FamilyOutputParser implements ChatOutputParser {
   }
 
   #read(partial: boolean): ChatDelta[] {
-    const r = this.family.parse(this.#text, partial, this.ctx);
+    return this.#emit(this.family.parse(this.#text, partial, this.ctx), partial);
+  }
+
+  #emit(r: ReadOutput, partial: boolean): ChatDelta[] {
     const out: ChatDelta[] = [];
     const reasoning = grown(this.#reasoning, shown(r.reasoning, partial));
     if (reasoning) out.push({ reasoning }), this.#reasoning += reasoning;
@@ -71,6 +97,22 @@ export class FamilyOutputParser implements ChatOutputParser {
         const last = out.at(-1)?.toolCalls?.at(-1);
         if (last && last.index === i) last.arguments = (last.arguments ?? "") + more;
         else out.push({ toolCalls: [{ index: i, arguments: more }] });
+      }
+    }
+    this.#tail = null;
+    if (partial && r.tail) {
+      // The field's raw text, of which everything but its trailing whitespace has been sent.
+      const raw = r.tail === "args" ? r.calls.at(-1)?.arguments : r[r.tail];
+      const sent = r.tail === "args"
+        ? this.#calls.at(-1)?.args
+        : r.tail === "reasoning"
+        ? this.#reasoning
+        : this.#content;
+      if (
+        raw !== undefined && sent !== undefined && r.calls.length === this.#calls.length &&
+        raw.trim() !== "" && raw.trimEnd().endsWith(sent.slice(-64))
+      ) {
+        this.#tail = { field: r.tail, ws: raw.slice(raw.trimEnd().length) };
       }
     }
     return out;
