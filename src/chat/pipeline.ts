@@ -55,6 +55,8 @@ interface Plugins {
   parser?: (choice: number) => ChatOutputParser;
   /** Tokens never sampled (tool_choice none: the family's call-opening tokens). */
   banned?: number[];
+  /** A family reader reads the output (so its control-token markers are decoded as text for it). */
+  reads?: boolean;
 }
 
 /**
@@ -77,7 +79,7 @@ function plugins(
   const native = nativeLayout(family, backend.chatTemplate);
   const format = native ?? HERMES;
   // Without a layout of its own the forced grammar writes Hermes' JSON, so Hermes' reader reads it back.
-  const reader = (tools.forced || (!tools.forced && job.responseFormat)) && !native ? null : family;
+  const reader = (tools.forced || job.responseFormat) && !native ? null : family;
   const either = !tools.forced && job.responseFormat
     ? callOrResponseGrammar(tools, format, job.responseFormat, log)
     : null;
@@ -85,10 +87,12 @@ function plugins(
     ? forcedCallGrammar(tools, format)
     : either ?? responseGrammar(job.responseFormat, log);
   const parseCalls = tools.parse && (tools.forced !== null || either !== null || grammar === null);
-  const framed = family.ownsReasoning === true && grammar === null;
+  // Not for a raw prompt (legacy completions): its text is the model's own.
+  const framed = !job.prompt && family.ownsReasoning === true && grammar === null;
   const out: Plugins = {};
   if (tools.maxCalls === 0 && tools.declared.length > 0) out.banned = bannedOpeners(backend, family);
   if (!grammar && !parseCalls && !framed) return out;
+  out.reads = parseCalls || framed;
   const constraints: BudgetedConstraint[] = [];
   if (grammar) {
     const param = tools.forced ? "tool_choice" : "response_format";
@@ -197,7 +201,15 @@ function unusedFields(backend: ChatBackend, job: ChatJob): string[] {
 }
 
 /** The token that is a lone newline, when the vocabulary has one. */
+const newlines = new WeakMap<ChatBackend, number[]>();
+
 function newlineToken(backend: ChatBackend): number[] {
+  let ids = newlines.get(backend);
+  if (!ids) newlines.set(backend, ids = newlineOf(backend));
+  return ids;
+}
+
+function newlineOf(backend: ChatBackend): number[] {
   try {
     const ids = backend.encode("\n", false);
     return ids.length === 1 ? ids : [];
@@ -239,11 +251,11 @@ export async function* runChat(
     }
     : null;
   const plug = plugins(backend, job, maxTokens, think?.openId, family, log);
-  // The family's markers and its reasoning tags are read as text even where they are control tokens
-  // (Magistral's [THINK]).
+  // The family's markers (when its reader reads the output) and its reasoning tags are read as text even
+  // where they are control tokens (Magistral's [THINK]); unread, a control token stays out of the text.
   const decode = markerDecoder(
     backend,
-    job.prompt ? [] : [...family.markers, ...(tags ? [tags.open, tags.close] : [])],
+    [...(plug.reads ? family.markers : []), ...(tags ? [tags.open, tags.close] : [])],
   );
   checkAbort(signal);
 

@@ -159,3 +159,12 @@ export function paramSchema(ctx: ParseContext, tool: string, param: string): unk
   const s = ctx.schemas.get(tool) as { properties?: Record<string, unknown> } | undefined;
   return s?.properties?.[param];
 }
+
+/** Arguments' JSON text as a value (an object for a template or a call list); text that is no JSON stays text. */
+export function jsonOrText(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}

@@ -5,7 +5,7 @@
 // "parameters": ...}]<|END_ACTION|>`, answers in `<|START_RESPONSE|>...<|END_RESPONSE|>`) and the generic
 // fallback for templates with no call syntax (the server asks for `{"tool_calls": [{"name": ...,
 // "arguments": {...}}]}` as the whole reply, as llama.cpp's generic format does).
-import { type Family, joinText, type ReadOutput, settled } from "./family.ts";
+import { type Family, joinText, jsonOrText, type ReadOutput, settled } from "./family.ts";
 import { type JsonCallKeys, readJsonCalls } from "./json_calls.ts";
 
 /** Calls as a JSON list after `open` (up to `close`, or to the end when close is ""). */
@@ -40,14 +40,6 @@ function markedList(
       JSON.stringify(calls.map((c) => ({ name: c.name, arguments: jsonOrText(c.arguments) })))
     }${close}`;
   return { name, markers, callOpeners: [open], parse, writeCalls };
-}
-
-function jsonOrText(s: string): unknown {
-  try {
-    return JSON.parse(s);
-  } catch {
-    return s;
-  }
 }
 
 export const PHI4 = markedList("phi4", "<|tool_call|>", "<|/tool_call|>", {}, [

@@ -2,7 +2,7 @@
 // `<tool_call>{...}</tool_call>`, Mistral v0.3 `[TOOL_CALLS] [...]` and Llama 3.1/3.2 JSON (`<|python_tag|>`
 // or a bare object as the reply), as families, so detection, masking and markers treat every family alike.
 import { HERMES, LLAMA3, MISTRAL, parseToolCalls, type ToolCallFormat } from "../tools/mod.ts";
-import type { Family } from "./family.ts";
+import { type Family, jsonOrText } from "./family.ts";
 
 export interface LegacyFamily extends Family {
   readonly legacy: ToolCallFormat;
@@ -31,13 +31,6 @@ export const HERMES_FAMILY: LegacyFamily = {
       .join("\n"),
 };
 
-function jsonOrText(s: string): unknown {
-  try {
-    return JSON.parse(s);
-  } catch {
-    return s;
-  }
-}
 export const MISTRAL_V3_FAMILY = legacy("mistral_v3", MISTRAL, ["[TOOL_CALLS]"], ["[TOOL_CALLS]"]);
 export const LLAMA3_FAMILY = legacy("llama3", LLAMA3, ["<|python_tag|>"], ["<|python_tag|>"]);
 

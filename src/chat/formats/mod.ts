@@ -34,9 +34,19 @@ export {
   QWEN3_CODER,
 };
 
+/** The last template read and its family: a model's template is read once, not per request. */
+let memo: { template: string; family: Family } | null = null;
+
 /** The output family a chat template writes in. */
 export function detectFamily(template: string | null | undefined): Family {
   const t = template ?? "";
+  if (memo?.template === t) return memo.family;
+  const family = detect(t);
+  memo = { template: t, family };
+  return family;
+}
+
+function detect(t: string): Family {
   const has = (...s: string[]) => s.every((x) => t.includes(x));
   if (has("<|channel|>", "<|message|>")) return HARMONY;
   if (has("<｜tool▁call▁begin｜>") || has("<｜tool▁calls▁begin｜>")) return DEEPSEEK;

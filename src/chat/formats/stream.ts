@@ -15,9 +15,9 @@ function grown(sent: string, now: string): string {
   return now.length > sent.length && now.startsWith(sent) ? now.slice(sent.length) : "";
 }
 
-function shown(text: string, partial: boolean): string {
-  const t = text.trimStart();
-  return partial ? t.trimEnd() : t.trimEnd();
+/** A field as sent: trimmed both ends (trailing whitespace waits until text follows it, or for good). */
+function shown(text: string): string {
+  return text.trim();
 }
 
 export class FamilyOutputParser implements ChatOutputParser {
@@ -77,14 +77,14 @@ export class FamilyOutputParser implements ChatOutputParser {
 
   #emit(r: ReadOutput, partial: boolean): ChatDelta[] {
     const out: ChatDelta[] = [];
-    const reasoning = grown(this.#reasoning, shown(r.reasoning, partial));
+    const reasoning = grown(this.#reasoning, shown(r.reasoning));
     if (reasoning) out.push({ reasoning }), this.#reasoning += reasoning;
-    const content = grown(this.#content, shown(r.content, partial));
+    const content = grown(this.#content, shown(r.content));
     if (content) out.push({ content }), this.#content += content;
     for (let i = 0; i < r.calls.length; i++) {
       const c = r.calls[i];
       let sent = this.#calls[i];
-      const args = shown(c.arguments, partial);
+      const args = shown(c.arguments);
       if (!sent) {
         if (i !== this.#calls.length) break;
         sent = { name: c.name, args: "", id: this.newId() };
