@@ -6,8 +6,11 @@ import { startServer } from "./src/server.ts";
 import { ManifestError } from "./src/engines/manifest.ts";
 import { builtinLoaders } from "./src/loaders.ts";
 import { runCli } from "./src/cli/main.ts";
+import { RUNNER_ARG } from "./src/workers/runner_command.ts";
 
 async function main(): Promise<number> {
+  // A single binary is also its own model runner (src/workers/runner_command.ts starts it so).
+  if (Deno.args[0] === RUNNER_ARG) return await (await import("./src/workers/runner.ts")).runRunner();
   // Sub-commands (`pull`, `list`) run instead of the server.
   const sub = await runCli(Deno.args);
   if (sub !== undefined) return sub;

@@ -26,6 +26,7 @@ export interface Config {
   offline: boolean;
   strict: boolean;
   preload: boolean;
+  isolation: "process" | "thread";
   whisperLib: string;
   llamaLib: string;
   parallel: number;
@@ -336,6 +337,16 @@ export const OPTIONS: Option[] = [
     kind: "bool",
     default: "true",
     help: "Load every manifest model at start (else on first use).",
+  },
+  {
+    key: "isolation",
+    flag: "isolation",
+    env: "OAI_ISOLATION",
+    kind: "enum",
+    choices: ["process", "thread"],
+    default: "process",
+    help: "Where each model computes: a runner process of its own (a crash in a native library ends that " +
+      "model's runner, which restarts, never the server) or a worker thread of the server's process.",
   },
   {
     key: "parallel",

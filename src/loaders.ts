@@ -1,6 +1,6 @@
 // Owns which code loads which model: the loaders built into this server, keyed by engine kind and task, with
-// the parts of the configuration each needs. transformers.js and llama.cpp models compute in a worker each
-// (src/workers/); whisper.cpp runs through non-blocking FFI calls, already off the HTTP thread.
+// the parts of the configuration each needs. transformers.js and llama.cpp models compute in a runner process
+// each (src/workers/); whisper.cpp runs through non-blocking FFI calls, already off the HTTP thread.
 import type { Config } from "./config.ts";
 import type { Loaders } from "./engines/registry.ts";
 import { whisperLoader } from "./engines/whisper/mod.ts";
@@ -10,8 +10,8 @@ import { workerLoaders } from "./workers/host.ts";
 export function builtinLoaders(config: Config): Loaders {
   return {
     // Both run a model per worker; the worker picks the backend by the entry's engine.
-    transformers: workerLoaders({ debug: config.logLevel === "debug" }),
-    "llama.cpp": workerLoaders({ debug: config.logLevel === "debug" }),
+    transformers: workerLoaders({ debug: config.logLevel === "debug", isolation: config.isolation }),
+    "llama.cpp": workerLoaders({ debug: config.logLevel === "debug", isolation: config.isolation }),
     "whisper.cpp": {
       transcription: whisperLoader({
         lib: config.whisperLib || whisperLibFor(config.whisperVariant),

@@ -1,9 +1,10 @@
-// Owns the HTTP thread's side of models that compute in a Worker (one per loaded model): starting it and
-// loading the model there, and engines (ChatEngine, EmbeddingEngine) whose calls are messages to it. A chat
-// job's events arrive as the worker posts them and are handed on at once; a consumer that stops (client
-// gone) or an aborted signal cancels the job there. If the worker dies (an uncaught error, a crash, kill()),
-// every request it held fails with EngineFailed and the engine reports failed(), so the registry loads the
-// model again on its next use; the server itself keeps serving.
+// Owns the HTTP thread's side of models that compute elsewhere (one runner process per loaded model, or a
+// Worker with --isolation=thread; transport.ts): starting it and loading the model there, and engines
+// (ChatEngine, EmbeddingEngine) whose calls are messages to it. A chat job's events arrive as the compute side
+// posts them and are handed on at once; a consumer that stops (client gone) or an aborted signal cancels the
+// job there. If the compute side dies (an abort, a segfault, killed, kill()), every request it held fails with
+// EngineFailed naming the model and why, and the engine tells the registry (onFailure), which restarts it
+// with backoff; the server itself keeps serving.
 import { EngineFailed, reviveError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type {
@@ -15,9 +16,16 @@ import type {
   ModelEntry,
   Placement,
 } from "../engines/types.ts";
-import type { ChatInfo, EmbeddingInfo, GuestMessage, HostMessage, WorkerTask } from "./protocol.ts";
-
-const GUEST_URL = new URL("./guest.ts", import.meta.url).href;
+import type {
+  ChatInfo,
+  EmbeddingInfo,
+  GuestMessage,
+  HostMessage,
+  LoadRequest,
+  WorkerTask,
+} from "./protocol.ts";
+import { type Isolation, processTransport, threadTransport, type Transport } from "./transport.ts";
+import { runnerCommand } from "./runner_command.ts";
 /** How long dispose() waits for the worker to free its model before terminating it. */
 const DISPOSE_WAIT_MS = 5_000;
 
@@ -28,28 +36,37 @@ interface Pending {
   onEnd: (err?: Error) => void;
 }
 
-/** One worker and the requests in flight on it. */
+/** One compute side (a runner process or a worker) and the requests in flight on it. */
 class WorkerLink {
-  readonly #worker: Worker;
+  #transport!: Transport;
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
   #dead: Error | null = null;
   #onLoaded?: { resolve: (info: unknown) => void; reject: (e: Error) => void };
   #onDisposed?: () => void;
-  /** What the model holds, as the worker last reported (after its load and after each request). */
+  readonly #failureListeners: ((reason: string) => void)[] = [];
+  /** What the model holds, as the compute side last reported (after its load and after each request). */
   memoryBytes = 0;
+  /** The runner's resident memory, as it last reported (processes only; 0 for a worker). */
+  rssBytes = 0;
 
-  constructor(readonly entry: ModelEntry, readonly log: Logger) {
-    this.#worker = new Worker(GUEST_URL, { type: "module", name: `model ${entry.id}` });
-    this.#worker.onmessage = (e: MessageEvent<GuestMessage>) => this.#receive(e.data);
-    this.#worker.onerror = (e: ErrorEvent) => {
-      // Unhandled, a worker's error would end the whole process.
-      e.preventDefault();
-      this.fail(new EngineFailed(`The model \`${entry.id}\` failed while computing: ${e.message}.`));
+  constructor(readonly entry: ModelEntry, readonly log: Logger) {}
+
+  /** Starts the compute side for `req`. */
+  open(isolation: Isolation, req: LoadRequest): void {
+    const events = {
+      message: (m: GuestMessage) => this.#receive(m),
+      died: (reason: string) =>
+        this.fail(new EngineFailed(`The model \`${this.entry.id}\` stopped: ${reason}.`)),
     };
-    this.#worker.onmessageerror = () => {
-      this.fail(new EngineFailed(`The model \`${entry.id}\` sent a message that could not be read.`));
-    };
+    this.#transport = isolation === "thread"
+      ? threadTransport(`model ${this.entry.id}`, events)
+      : processTransport(runnerCommand(req), events);
+  }
+
+  /** Runs `listener` once if the compute side dies on its own (not when unloaded). */
+  onFailure(listener: (reason: string) => void): void {
+    this.#failureListeners.push(listener);
   }
 
   get dead(): boolean {
@@ -60,22 +77,10 @@ class WorkerLink {
     return this.#pending.size;
   }
 
-  load(task: WorkerTask, ctx: LoadContext, debug: boolean): Promise<unknown> {
+  load(req: LoadRequest): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.#onLoaded = { resolve, reject };
-      this.#send({
-        t: "load",
-        task,
-        entry: this.entry,
-        modelsDir: ctx.modelsDir,
-        threads: ctx.threads,
-        allowRemote: ctx.allowRemote,
-        debug,
-        parallel: ctx.parallel,
-        llamaLib: ctx.llamaLib,
-        gpuLayers: ctx.gpuLayers,
-        hub: ctx.hub ? { endpoint: ctx.hub.endpoint, token: ctx.hub.token } : undefined,
-      });
+      this.#send(req);
     });
   }
 
@@ -110,7 +115,7 @@ class WorkerLink {
   }
 
   #send(m: HostMessage): void {
-    this.#worker.postMessage(m);
+    this.#transport.post(m);
   }
 
   #receive(m: GuestMessage): void {
@@ -141,6 +146,7 @@ class WorkerLink {
       }
       case "memory":
         this.memoryBytes = m.bytes;
+        if (m.rss) this.rssBytes = m.rss;
         break;
       case "log":
         this.log[m.level](m.msg, { model: this.entry.id, ...m.fields });
@@ -156,7 +162,8 @@ class WorkerLink {
     if (this.#dead) return;
     this.#dead = err;
     this.log.error("model worker failed", { model: this.entry.id, error: err.message });
-    this.#worker.terminate();
+    this.#transport.terminate();
+    for (const listener of this.#failureListeners) listener(err.message);
     this.#onLoaded?.reject(err);
     this.#onLoaded = undefined;
     const pending = [...this.#pending.values()];
@@ -173,13 +180,15 @@ class WorkerLink {
   /** Lets the worker free its model, then ends it (terminated if it does not answer in time). */
   async dispose(): Promise<void> {
     if (this.#dead) return;
+    // From here on its end is ours, not a crash (a runner exits once it has freed its model).
+    this.#failureListeners.length = 0;
     const done = new Promise<void>((resolve) => this.#onDisposed = resolve);
     this.#send({ t: "dispose" });
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([done, new Promise((r) => timer = setTimeout(r, DISPOSE_WAIT_MS))]);
     clearTimeout(timer);
     this.#dead ??= new EngineFailed(`The model \`${this.entry.id}\` was unloaded.`);
-    this.#worker.terminate();
+    this.#transport.terminate();
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     for (const p of pending) p.onEnd(this.#dead);
@@ -254,6 +263,15 @@ abstract class WorkerEngine {
 
   kill(reason?: string): void {
     this.link.kill(reason);
+  }
+
+  onFailure(listener: (reason: string) => void): void {
+    this.link.onFailure(listener);
+  }
+
+  /** The runner's resident memory (0 with --isolation=thread). */
+  rssBytes(): number {
+    return this.link.rssBytes;
   }
 
   dispose(): Promise<void> {
@@ -331,11 +349,25 @@ export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngi
   }
 }
 
-/** Starts a worker and loads the entry's model in it; a failed load ends the worker. */
-async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext, debug: boolean) {
+/** Starts a runner (or worker) and loads the entry's model in it; a failed load ends it. */
+async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext, opts: WorkerLoaderOptions) {
+  const req: LoadRequest = {
+    t: "load",
+    task,
+    entry,
+    modelsDir: ctx.modelsDir,
+    threads: ctx.threads,
+    allowRemote: ctx.allowRemote,
+    debug: opts.debug ?? false,
+    parallel: ctx.parallel,
+    llamaLib: ctx.llamaLib,
+    gpuLayers: ctx.gpuLayers,
+    hub: ctx.hub ? { endpoint: ctx.hub.endpoint, token: ctx.hub.token } : undefined,
+  };
   const link = new WorkerLink(entry, ctx.log);
   try {
-    return { link, info: await link.load(task, ctx, debug) };
+    link.open(opts.isolation ?? "process", req);
+    return { link, info: await link.load(req) };
   } catch (e) {
     await link.dispose().catch(() => {});
     throw e;
@@ -343,20 +375,21 @@ async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext
 }
 
 export interface WorkerLoaderOptions {
-  /** Forward the worker's debug lines. */
+  /** Forward the compute side's debug lines. */
   debug?: boolean;
+  /** A runner process per model (default), or a worker thread of this process. */
+  isolation?: Isolation;
 }
 
-/** The transformers loaders: each model starts its own worker and is served through its proxy engine. */
+/** The loaders of models that compute elsewhere: each starts its own runner, served through a proxy engine. */
 export function workerLoaders(opts: WorkerLoaderOptions = {}) {
-  const debug = opts.debug ?? false;
   return {
     chat: async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerChatEngine> => {
-      const { link, info } = await startWorker("chat", entry, ctx, debug);
+      const { link, info } = await startWorker("chat", entry, ctx, opts);
       return new WorkerChatEngine(entry, link, info as ChatInfo);
     },
     embedding: async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerEmbeddingEngine> => {
-      const { link, info } = await startWorker("embedding", entry, ctx, debug);
+      const { link, info } = await startWorker("embedding", entry, ctx, opts);
       return new WorkerEmbeddingEngine(entry, link, info as EmbeddingInfo);
     },
   };

@@ -1,6 +1,7 @@
-// Owns the messages between the HTTP thread (host.ts) and a model's worker (guest.ts). Everything here is
-// plain data for structured clone: jobs and events are the native types of engines/types.ts, errors travel
-// as SerializedError and come back as the same classes (src/errors.ts).
+// Owns the messages between the HTTP thread (host.ts) and a model's compute side (serve_model.ts, in a runner
+// process or a worker). Everything here is plain data for structured clone (postMessage, or node:v8's
+// serialize in frames.ts): jobs and events are the native types of engines/types.ts, errors travel as
+// SerializedError and come back as the same classes (src/errors.ts).
 import type { SerializedError } from "../errors.ts";
 import type { ChatEvent, ChatJob, ModelEntry, Placement } from "../engines/types.ts";
 
@@ -59,7 +60,7 @@ export type GuestMessage =
   | { t: "result"; id: number; value: unknown }
   | { t: "end"; id: number }
   /** What the model holds now, sent after each request (a chat job's KV cache stays as the prompt cache). */
-  | { t: "memory"; bytes: number }
+  | { t: "memory"; bytes: number; rss?: number }
   | { t: "error"; id: number | null; error: SerializedError }
   | { t: "log"; level: "debug" | "info" | "warn" | "error"; msg: string; fields?: Record<string, unknown> }
   | { t: "disposed" };
