@@ -98,6 +98,41 @@ export class Metrics {
       },
     });
     new client.Gauge({
+      name: "oai_model_failed",
+      help:
+        "1 for a model that failed (its load, or its runner crashing again and again); the reason label " +
+        "says why.",
+      labelNames: ["model", "reason"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const e of registry.list()) {
+          const reason = registry.lastError(e.id);
+          if (reason) this.set({ model: e.id, reason: reason.slice(0, 200) }, 1);
+        }
+      },
+    });
+    new client.Counter({
+      name: "oai_model_crashes_total",
+      help: "Times a model's runner process died on its own (abort, segfault, killed) since start.",
+      labelNames: ["model"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const c of registry.crashes()) this.inc({ model: c.model }, c.count);
+      },
+    });
+    new client.Gauge({
+      name: "oai_runner_memory_bytes",
+      help: "Resident memory of a loaded model's runner process (the process boundary's cost included).",
+      labelNames: ["model"] as const,
+      registers: [this.#reg],
+      collect() {
+        this.reset();
+        for (const m of registry.memory()) if (m.rssBytes) this.set({ model: m.model }, m.rssBytes);
+      },
+    });
+    new client.Gauge({
       name: "oai_model_memory_bytes",
       help: "Bytes a loaded model holds: its weights as loaded plus its caches and states (what " +
         "--memory-budget counts).",

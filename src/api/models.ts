@@ -62,6 +62,7 @@ function modelObject(registry: Registry, entry: ModelEntry, id = entry.id) {
     owned_by: entry.ownedBy,
     task: entry.task,
     state: registry.state(entry.id),
+    ...(registry.lastError(entry.id) ? { error: registry.lastError(entry.id) } : {}),
     ...placementFields(registry.placement(entry.id)),
     ...(id !== entry.id ? { alias_for: entry.id } : { aliases: registry.aliasesOf(entry.id) }),
   };

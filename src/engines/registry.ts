@@ -1,8 +1,15 @@
 // Owns the models the server knows: resolving public ids and aliases to manifest entries, loading engines
 // lazily (one load at a time per model, shared by concurrent requests) with the loader of the entry's engine
 // kind, their state for /v1/models and readiness, and one admission queue per model. Load failures become
-// ModelUnavailable (503) for that model only; an engine whose compute side died is dropped and loads again.
-import { InvalidRequest, ModelFilesMissing, ModelNotFound, ModelUnavailable } from "../errors.ts";
+// ModelUnavailable (503) for that model only. An engine whose compute side died (its runner crashed) is
+// dropped and started again after a backoff; after repeated crashes the model is `failed` with the reason.
+import {
+  EngineFailed,
+  InvalidRequest,
+  ModelFilesMissing,
+  ModelNotFound,
+  ModelUnavailable,
+} from "../errors.ts";
 import type { Manifest } from "./manifest.ts";
 import { estimateLoadBytes } from "./footprint.ts";
 import { BoundedQueue } from "./queue.ts";
@@ -35,7 +42,12 @@ interface Slot {
   engine?: AnyEngine;
   loading?: Promise<AnyEngine>;
   error?: string;
-  failedAt?: number;
+  /** A failed model is tried again by a request after this time (ms since epoch). */
+  retryAt?: number;
+  /** When its compute side died recently (ms since epoch), for the backoff and the crash-loop verdict. */
+  crashes: number[];
+  /** Crashes since start, for /metrics. */
+  crashCount: number;
   queue?: BoundedQueue;
   /** Requests holding the engine between lookup and the end of their use; a held model is never unloaded. */
   holds: number;
@@ -46,6 +58,13 @@ const NETWORK_FAILURE = /fetch failed|network|dns|ENOTFOUND|ECONNREFUSED|ECONNRE
 
 /** A failed load is retried on a later request after this long, so a fixed file is picked up. */
 const RETRY_FAILED_MS = 10_000;
+/** A model whose runner died this many times within CRASH_WINDOW_MS is failed, not restarted again... */
+const MAX_CRASHES = 3;
+const CRASH_WINDOW_MS = 10 * 60_000;
+/** ...until this long has passed (a request then tries it once more). */
+const CRASH_RETRY_MS = 5 * 60_000;
+/** The first restart waits this long, each next one twice as long. */
+const RESTART_BACKOFF_MS = 500;
 
 export interface RegistryOptions {
   loadWaitMs: number;
@@ -75,7 +94,15 @@ export class Registry {
     readonly options: RegistryOptions,
   ) {
     for (const id of manifest.entries.keys()) {
-      this.#slots.set(id, { state: "available", lastUsed: 0, useOrder: 0, sizeBytes: 0, holds: 0 });
+      this.#slots.set(id, {
+        state: "available",
+        lastUsed: 0,
+        useOrder: 0,
+        sizeBytes: 0,
+        holds: 0,
+        crashes: [],
+        crashCount: 0,
+      });
     }
     if (options.idleUnloadMs) {
       const every = Math.max(1000, Math.min(60_000, options.idleUnloadMs / 4));
@@ -92,8 +119,15 @@ export class Registry {
     return this.#slots.get(id)?.state ?? "available";
   }
 
+  /** Why a model failed (its load's error, or its runner's last crash), while it is failed. */
   lastError(id: string): string | undefined {
-    return this.#slots.get(id)?.error;
+    const slot = this.#slots.get(id);
+    return slot?.state === "failed" ? slot.error : undefined;
+  }
+
+  /** Times each model's compute side died since start, for /metrics. */
+  crashes(): { model: string; count: number }[] {
+    return [...this.#slots].map(([model, s]) => ({ model, count: s.crashCount }));
   }
 
   aliasesOf(id: string): string[] {
@@ -169,9 +203,7 @@ export class Registry {
     slot.useOrder = ++this.#uses;
     this.#dropIfFailed(entry.id, slot);
     if (slot.state === "ready") return slot.engine as T;
-    if (slot.state === "failed" && Date.now() - (slot.failedAt ?? 0) < RETRY_FAILED_MS) {
-      throw this.#unavailable(entry, slot);
-    }
+    if (slot.state === "failed" && Date.now() < (slot.retryAt ?? 0)) throw this.#unavailable(entry, slot);
     const loading = this.load(entry);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -208,11 +240,20 @@ export class Registry {
     this.#dropIfFailed(entry.id, slot);
     if (slot.state === "ready") return Promise.resolve(slot.engine!);
     if (slot.loading) return slot.loading;
+    return this.#startLoad(entry, slot, 0);
+  }
+
+  /** Loads a model after `delayMs` (a restart's backoff); requests meanwhile wait for it as for any load. */
+  #startLoad(entry: ModelEntry, slot: Slot, delayMs: number): Promise<AnyEngine> {
     const loader = this.loaders[entry.engine]?.[entry.task];
     slot.state = "loading";
     slot.error = undefined;
-    const started = performance.now();
+    let started = performance.now();
     slot.loading = (async () => {
+      if (delayMs > 0) {
+        await new Promise((r) => setTimeout(r, delayMs));
+        started = performance.now();
+      }
       if (!loader) {
         throw new Error(`no ${entry.engine} engine for ${entry.task} models is built into this server`);
       }
@@ -230,6 +271,7 @@ export class Registry {
     })().then(
       (engine) => {
         Object.assign(slot, { state: "ready", engine, loading: undefined, lastUsed: Date.now() });
+        engine.onFailure?.((reason) => this.#crashed(entry, slot, engine, reason));
         this.ctx.log.info("model loaded", {
           model: entry.id,
           backend: engine.backend,
@@ -243,7 +285,15 @@ export class Registry {
           reason = `could not download ${entry.repo} from the Hugging Face hub (${reason}): run ` +
             `\`deno task pull ${entry.id}\` where the hub is reachable, or copy its files to ${entry.path}`;
         }
-        Object.assign(slot, { state: "failed", loading: undefined, error: reason, failedAt: Date.now() });
+        slot.loading = undefined;
+        // Its runner died while loading (an abort in the native library): restarted like a crash in use, so
+        // requests waiting for the load wait for the restart; repeated, the model is failed.
+        if (err instanceof EngineFailed) {
+          const backoff = this.#crashBackoff(entry, slot, reason);
+          if (backoff !== undefined) return this.#startLoad(entry, slot, backoff);
+          throw err;
+        }
+        Object.assign(slot, { state: "failed", error: reason, retryAt: Date.now() + RETRY_FAILED_MS });
         this.ctx.log.error("model failed to load", { model: entry.id, reason });
         throw err;
       },
@@ -259,14 +309,16 @@ export class Registry {
   }
 
   /** Ready when no model is loading and every model is ready or at least loadable (not failed). */
-  readiness(): { ready: boolean; models: Record<string, ModelState> } {
+  readiness(): { ready: boolean; models: Record<string, ModelState>; errors: Record<string, string> } {
     const models: Record<string, ModelState> = {};
+    const errors: Record<string, string> = {};
     let ready = true;
     for (const [id, slot] of this.#slots) {
       models[id] = slot.state;
       if (slot.state === "loading" || slot.state === "failed") ready = false;
+      if (slot.state === "failed" && slot.error) errors[id] = slot.error;
     }
-    return { ready, models };
+    return { ready, models, errors };
   }
 
   /** The admission queue of a model; `concurrency` is fixed by the first caller (the engine's API module). */
@@ -280,13 +332,14 @@ export class Registry {
    * What each loaded model holds now (its engine's report, else the estimate) in host memory and GPU memory,
    * and where it runs, for metrics, /v1/models and the budgets.
    */
-  memory(): { model: string; bytes: number; gpuBytes: number; placement?: Placement }[] {
+  memory(): { model: string; bytes: number; gpuBytes: number; rssBytes: number; placement?: Placement }[] {
     return [...this.#slots].filter(([, s]) => s.state === "ready").map(([model, s]) => {
       const placement = s.engine?.placement?.();
       return {
         model,
         bytes: this.#bytes(s),
         gpuBytes: this.#bytes(s, "gpu"),
+        rssBytes: s.engine?.rssBytes?.() ?? 0,
         ...(placement ? { placement } : {}),
       };
     });
@@ -382,6 +435,39 @@ export class Registry {
       `The model \`${entry.id}\` is unavailable: ${slot.error ?? "it failed to load"}`,
       "model_unavailable",
     );
+  }
+
+  /** A ready engine's compute side died on its own: it is dropped and started again, or failed if it keeps dying. */
+  #crashed(entry: ModelEntry, slot: Slot, engine: AnyEngine, reason: string): void {
+    if (slot.engine !== engine) return;
+    Object.assign(slot, { state: "available", engine: undefined });
+    engine.dispose().catch(() => {});
+    const backoff = this.#crashBackoff(entry, slot, reason);
+    if (backoff !== undefined) this.#startLoad(entry, slot, backoff).catch(() => {});
+  }
+
+  /**
+   * Counts a crash: the backoff before the restart, or undefined when the model crashed MAX_CRASHES times
+   * within CRASH_WINDOW_MS and is now failed (tried again by a request after CRASH_RETRY_MS).
+   */
+  #crashBackoff(entry: ModelEntry, slot: Slot, reason: string): number | undefined {
+    const now = Date.now();
+    slot.crashes = [...slot.crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+    slot.crashCount++;
+    if (slot.crashes.length >= MAX_CRASHES) {
+      slot.crashes = [];
+      Object.assign(slot, {
+        state: "failed",
+        error: `${reason} (it crashed ${MAX_CRASHES} times within ${CRASH_WINDOW_MS / 60_000} minutes; ` +
+          `it is tried again in ${CRASH_RETRY_MS / 60_000} minutes)`,
+        retryAt: now + CRASH_RETRY_MS,
+      });
+      this.ctx.log.error("model failed: its runner keeps crashing", { model: entry.id, reason });
+      return undefined;
+    }
+    const backoff = RESTART_BACKOFF_MS * 2 ** (slot.crashes.length - 1);
+    this.ctx.log.warn("model runner crashed; restarting it", { model: entry.id, reason, backoffMs: backoff });
+    return backoff;
   }
 
   /**

@@ -66,6 +66,10 @@ export interface Engine {
   busy?(): boolean;
   /** True once the engine can serve no more (its worker died); the registry then loads the model again. */
   failed?(): boolean;
+  /** Runs `listener` once, with the reason, if its compute side (a runner process) dies on its own. */
+  onFailure?(listener: (reason: string) => void): void;
+  /** Resident memory of the process it computes in, when that is its own (a runner). */
+  rssBytes?(): number;
   /**
    * Bytes the loaded model holds now: its weights as loaded plus its caches and states (KV caches, compute
    * buffers). The memory budget counts this; absent, the registry's estimate from the files stands.

@@ -14,7 +14,12 @@ import type {
   EmbeddingEngine,
   LoadContext,
   ModelEntry,
+  PartialSegment,
   Placement,
+  SpeechSpan,
+  TranscribeOptions,
+  Transcript,
+  TranscriptionEngine,
 } from "../engines/types.ts";
 import type {
   ChatInfo,
@@ -22,6 +27,7 @@ import type {
   GuestMessage,
   HostMessage,
   LoadRequest,
+  TranscriptionInfo,
   WorkerTask,
 } from "./protocol.ts";
 import { type Isolation, processTransport, threadTransport, type Transport } from "./transport.ts";
@@ -32,6 +38,8 @@ const DISPOSE_WAIT_MS = 5_000;
 interface Pending {
   /** A chat job's events, or a call's result. */
   onEvent?: (ev: ChatEvent) => void;
+  /** A transcription's segments as they are decoded. */
+  onSegment?: (segment: PartialSegment) => void;
   onResult?: (value: unknown) => void;
   onEnd: (err?: Error) => void;
 }
@@ -62,6 +70,11 @@ class WorkerLink {
     this.#transport = isolation === "thread"
       ? threadTransport(`model ${this.entry.id}`, events)
       : processTransport(runnerCommand(req), events);
+  }
+
+  /** The runner's process id (undefined for a worker). */
+  get pid(): number | undefined {
+    return this.#transport.pid;
   }
 
   /** Runs `listener` once if the compute side dies on its own (not when unloaded). */
@@ -97,12 +110,17 @@ class WorkerLink {
     if (this.#pending.has(id) && !this.#dead) this.#send({ t: "cancel", id });
   }
 
-  /** A request's result (tokenize, embed). */
-  call<T>(message: (id: number) => HostMessage, signal?: AbortSignal): Promise<T> {
+  /** A request's result (tokenize, embed, transcribe). */
+  call<T>(
+    message: (id: number) => HostMessage,
+    signal?: AbortSignal,
+    onSegment?: (segment: PartialSegment) => void,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let value: unknown;
       const onAbort = () => this.cancel(id);
       const id = this.start(message, {
+        onSegment,
         onResult: (v) => value = v,
         onEnd: (err) => {
           signal?.removeEventListener("abort", onAbort);
@@ -130,6 +148,9 @@ class WorkerLink {
         break;
       case "result":
         this.#pending.get(m.id)?.onResult?.(m.value);
+        break;
+      case "segment":
+        this.#pending.get(m.id)?.onSegment?.(m.segment as PartialSegment);
         break;
       case "end":
       case "error": {
@@ -269,6 +290,11 @@ abstract class WorkerEngine {
     this.link.onFailure(listener);
   }
 
+  /** The runner's process id (undefined with --isolation=thread). */
+  get pid(): number | undefined {
+    return this.link.pid;
+  }
+
   /** The runner's resident memory (0 with --isolation=thread). */
   rssBytes(): number {
     return this.link.rssBytes;
@@ -349,6 +375,35 @@ export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngi
   }
 }
 
+/** A whisper.cpp model computing in its own runner. */
+export class WorkerTranscriptionEngine extends WorkerEngine implements TranscriptionEngine {
+  readonly backend: string;
+  readonly multilingual: boolean;
+  readonly languages: ReadonlyMap<string, string>;
+
+  constructor(entry: ModelEntry, link: WorkerLink, info: TranscriptionInfo) {
+    super(entry, link, info);
+    this.backend = info.backend;
+    this.multilingual = info.multilingual;
+    this.languages = new Map(info.languages);
+  }
+
+  transcribe(
+    audio: Float32Array,
+    opts: TranscribeOptions,
+    signal?: AbortSignal,
+    onSegment?: (segment: PartialSegment) => void,
+  ): Promise<Transcript> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return this.link.call((id) => ({ t: "transcribe", id, audio, opts }), signal, onSegment);
+  }
+
+  detectSpeech(audio: Float32Array, vadModel: string, signal?: AbortSignal): Promise<SpeechSpan[]> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return this.link.call((id) => ({ t: "vad", id, audio, vadModel }), signal);
+  }
+}
+
 /** Starts a runner (or worker) and loads the entry's model in it; a failed load ends it. */
 async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext, opts: WorkerLoaderOptions) {
   const req: LoadRequest = {
@@ -363,6 +418,7 @@ async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext
     llamaLib: ctx.llamaLib,
     gpuLayers: ctx.gpuLayers,
     hub: ctx.hub ? { endpoint: ctx.hub.endpoint, token: ctx.hub.token } : undefined,
+    whisper: opts.whisper,
   };
   const link = new WorkerLink(entry, ctx.log);
   try {
@@ -379,6 +435,8 @@ export interface WorkerLoaderOptions {
   debug?: boolean;
   /** A runner process per model (default), or a worker thread of this process. */
   isolation?: Isolation;
+  /** whisper.cpp's settings, for transcription runners. */
+  whisper?: LoadRequest["whisper"];
 }
 
 /** The loaders of models that compute elsewhere: each starts its own runner, served through a proxy engine. */
@@ -391,6 +449,10 @@ export function workerLoaders(opts: WorkerLoaderOptions = {}) {
     embedding: async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerEmbeddingEngine> => {
       const { link, info } = await startWorker("embedding", entry, ctx, opts);
       return new WorkerEmbeddingEngine(entry, link, info as EmbeddingInfo);
+    },
+    transcription: async (entry: ModelEntry, ctx: LoadContext): Promise<WorkerTranscriptionEngine> => {
+      const { link, info } = await startWorker("transcription", entry, ctx, opts);
+      return new WorkerTranscriptionEngine(entry, link, info as TranscriptionInfo);
     },
   };
 }

@@ -3,10 +3,10 @@
 // serialize in frames.ts): jobs and events are the native types of engines/types.ts, errors travel as
 // SerializedError and come back as the same classes (src/errors.ts).
 import type { SerializedError } from "../errors.ts";
-import type { ChatEvent, ChatJob, ModelEntry, Placement } from "../engines/types.ts";
+import type { ChatEvent, ChatJob, ModelEntry, Placement, TranscribeOptions } from "../engines/types.ts";
 
 /** What a worker is loaded to serve. */
-export type WorkerTask = "chat" | "embedding";
+export type WorkerTask = "chat" | "embedding" | "transcription";
 
 export interface LoadRequest {
   t: "load";
@@ -20,6 +20,8 @@ export interface LoadRequest {
   llamaLib?: string;
   gpuLayers?: number;
   hub?: { endpoint?: string; token?: string };
+  /** whisper.cpp: its library and transcriptions at once; the VAD model a runner may read. */
+  whisper?: { lib?: string; concurrency?: number; vadModel?: string };
 }
 
 export type HostMessage =
@@ -29,6 +31,8 @@ export type HostMessage =
   | { t: "cancel"; id: number }
   | { t: "tokenize"; id: number; texts: string[] }
   | { t: "embed"; id: number; inputs: number[][] }
+  | { t: "transcribe"; id: number; audio: Float32Array; opts: TranscribeOptions }
+  | { t: "vad"; id: number; audio: Float32Array; vadModel: string }
   | { t: "dispose" };
 
 /** What the host learns of a loaded chat model. */
@@ -53,10 +57,21 @@ export interface EmbeddingInfo {
   placement?: Placement;
 }
 
+/** What the host learns of a loaded transcription model. */
+export interface TranscriptionInfo {
+  backend: string;
+  multilingual: boolean;
+  languages: [string, string][];
+  memoryBytes: number;
+  placement?: Placement;
+}
+
 export type GuestMessage =
-  | { t: "loaded"; info: ChatInfo | EmbeddingInfo }
+  | { t: "loaded"; info: ChatInfo | EmbeddingInfo | TranscriptionInfo }
   /** Chat events of one or more jobs, in order: what the worker produced since its last message. */
   | { t: "events"; items: { id: number; ev: ChatEvent }[] }
+  /** A transcription's segment as it is decoded (PartialSegment). */
+  | { t: "segment"; id: number; segment: unknown }
   | { t: "result"; id: number; value: unknown }
   | { t: "end"; id: number }
   /** What the model holds now, sent after each request (a chat job's KV cache stays as the prompt cache). */

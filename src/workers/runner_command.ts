@@ -52,6 +52,10 @@ function nativeNpmDirs(): string[] {
 
 /** The libraries a runner for `req` loads through FFI. */
 function ffiPaths(req: LoadRequest): string[] {
+  if (req.entry.engine === "whisper.cpp") {
+    const lib = req.whisper?.lib;
+    return [join(REPO, "native", "build"), ...(lib ? [lib, dirname(lib)] : [])];
+  }
   if (req.entry.engine === "llama.cpp") {
     const dirs = [join(REPO, "native", "build")];
     if (req.llamaLib) dirs.push(req.llamaLib, dirname(req.llamaLib));
@@ -73,13 +77,18 @@ function hubHosts(req: LoadRequest): string[] {
   return hosts;
 }
 
+/** Files outside the checkout and models folder a runner reads: a whisper runner's VAD model. */
+function readExtra(req: LoadRequest): string[] {
+  return req.whisper?.vadModel ? [resolve(req.whisper.vadModel)] : [];
+}
+
 export function runnerCommand(req: LoadRequest): RunnerCommand {
   if (Deno.build.standalone) return { command: Deno.execPath(), args: [RUNNER_ARG] };
   const args = [
     "run",
     "--no-prompt",
     `--config=${join(REPO, "deno.json")}`,
-    `--allow-read=${[REPO, resolve(req.modelsDir)].join(",")}`,
+    `--allow-read=${[REPO, resolve(req.modelsDir), ...readExtra(req)].join(",")}`,
     `--allow-ffi=${ffiPaths(req).join(",")}`,
     "--allow-env",
     // sharp (imported by transformers.js) asks for the network interfaces and host name to find its libc.

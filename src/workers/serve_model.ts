@@ -6,11 +6,19 @@ import { serializeError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { countPromptTokens, runChat } from "../chat/pipeline.ts";
 import { setImmediate } from "node:timers";
-import type { ChatBackend, ChatEvent } from "../engines/types.ts";
+import type { ChatBackend, ChatEvent, TranscriptionEngine } from "../engines/types.ts";
+import { whisperLoader } from "../engines/whisper/mod.ts";
 import { loadChatBackend } from "../engines/transformers/chat_backend.ts";
 import { loadEmbedding, type TransformersEmbedding } from "../engines/transformers/embedding.ts";
 import { type LlamaEmbedding, loadLlamaChat, loadLlamaEmbedding } from "../engines/llama/mod.ts";
-import type { ChatInfo, EmbeddingInfo, GuestMessage, HostMessage, LoadRequest } from "./protocol.ts";
+import type {
+  ChatInfo,
+  EmbeddingInfo,
+  GuestMessage,
+  HostMessage,
+  LoadRequest,
+  TranscriptionInfo,
+} from "./protocol.ts";
 
 /** How the compute side talks to the server: a Worker's postMessage, or frames on a runner's pipes. */
 export interface GuestPort {
@@ -57,6 +65,7 @@ function workerLog(debug: boolean): Logger {
 
 let chat: ChatBackend | null = null;
 let embedding: TransformersEmbedding | LlamaEmbedding | null = null;
+let transcription: TranscriptionEngine | null = null;
 let log: Logger = workerLog(false);
 const jobs = new Map<number, AbortController>();
 
@@ -74,7 +83,23 @@ async function load(req: LoadRequest): Promise<void> {
   };
   const llama = req.entry.engine === "llama.cpp";
   try {
-    if (req.task === "chat") {
+    if (req.task === "transcription") {
+      const w = req.whisper ?? {};
+      const e = await whisperLoader({ lib: w.lib, concurrency: w.concurrency })(
+        req.entry,
+        ctx,
+      ) as TranscriptionEngine;
+      transcription = e;
+      const info: TranscriptionInfo = {
+        backend: e.backend,
+        multilingual: e.multilingual,
+        languages: [...e.languages],
+        memoryBytes: e.memoryBytes?.() ?? 0,
+        placement: e.placement?.(),
+      };
+      post({ t: "loaded", info });
+      post({ t: "memory", bytes: info.memoryBytes, rss: processRss() });
+    } else if (req.task === "chat") {
       const backend: ChatBackend = llama
         ? await loadLlamaChat(req.entry, ctx)
         : await loadChatBackend(req.entry, ctx);
@@ -125,7 +150,7 @@ async function runJob(id: number, run: (signal: AbortSignal) => Promise<void>): 
   }
   jobs.delete(id);
   // Before the end: the host answers the request on it, and by then knows what the model holds after it.
-  const bytes = chat?.memoryBytes?.() ?? embedding?.memoryBytes();
+  const bytes = chat?.memoryBytes?.() ?? embedding?.memoryBytes() ?? transcription?.memoryBytes?.();
   if (bytes !== undefined) post({ t: "memory", bytes, rss: processRss() });
   post(error === undefined ? { t: "end", id } : { t: "error", id, error: serializeError(error) });
 }
@@ -171,11 +196,32 @@ function receive(m: HostMessage): void {
         ]);
       });
       break;
+    case "transcribe":
+      void runJob(m.id, async (signal) => {
+        const t = await transcription!.transcribe(
+          m.audio,
+          m.opts,
+          signal,
+          (segment) => post({ t: "segment", id: m.id, segment }),
+        );
+        post({ t: "result", id: m.id, value: t });
+      });
+      break;
+    case "vad":
+      void runJob(m.id, async (signal) => {
+        post({
+          t: "result",
+          id: m.id,
+          value: await transcription!.detectSpeech(m.audio, m.vadModel, signal),
+        });
+      });
+      break;
     case "dispose":
       void (async () => {
         for (const ac of jobs.values()) ac.abort(new DOMException("The model is unloading.", "AbortError"));
         await chat?.dispose().catch(() => {});
         await embedding?.dispose().catch(() => {});
+        await transcription?.dispose().catch(() => {});
         post({ t: "disposed" });
         scope.onDisposed?.();
       })();

@@ -118,8 +118,15 @@ const SIGNALS: Record<string, string> = {
   SIGTERM: "was terminated",
 };
 
-/** What a line of a native library's last words looks like: an assert, an abort, a panic. */
-const LAST_WORDS = /GGML_ASSERT|GGML_ABORT|Assertion .*failed|assert|panicked|fatal|terminate called|error/i;
+/**
+ * What a line of a native library's last words looks like: first an assert or a panic, else any line that
+ * says error (never a backtrace frame, "#2  0x... in ggml_abort ()").
+ */
+const LAST_WORDS = [
+  /GGML_ASSERT|GGML_ABORT\(|Assertion .*failed|panicked at|terminate called/,
+  /fatal|error|abort/i,
+];
+const BACKTRACE = /^\s*#\d+\s|^\[New LWP|^\[Thread/;
 
 /**
  * Why a runner ended, for the requests it held and for /v1/models: the signal or exit code, and the assert
@@ -130,7 +137,8 @@ export function crashReason(status: Deno.CommandStatus, tail: readonly string[])
   const what = status.signal
     ? SIGNALS[status.signal] ?? `ended by ${status.signal}`
     : `exited with code ${status.code}`;
-  const line = tail.findLast((l) => LAST_WORDS.test(l))?.trim();
+  const lines = tail.filter((l) => !BACKTRACE.test(l));
+  const line = LAST_WORDS.map((re) => lines.findLast((l) => re.test(l))).find((l) => l)?.trim();
   return line ? `its runner ${what}: ${stripPaths(line).slice(0, 300)}` : `its runner ${what}`;
 }
 

@@ -102,16 +102,16 @@ Deno.test({
     })();
     const url = `http://127.0.0.1:${port}`;
     try {
-      // Ready once the model is loaded on the GPU (shader compilation on llvmpipe takes seconds).
-      const deadline = Date.now() + 120_000;
+      // Ready once every model is loaded on the GPU (shader compilation on llvmpipe takes seconds each, and
+      // longer when the rest of the test suite shares the CPU: one still loading at 60 s failed a run).
+      const deadline = Date.now() + 300_000;
       let ready = false;
       while (!ready && Date.now() < deadline) {
         try {
           const res = await fetch(`${url}/v1/models`);
           const body = await res.json();
-          ready = body.data?.some((m: { id: string; state: string }) =>
-            m.id === MODEL && m.state === "ready"
-          );
+          ready = body.data?.length === 1 + Object.keys(LAYOUTS).length &&
+            body.data.every((m: { state: string }) => m.state === "ready");
           if (body.data?.some((m: { id: string; state: string }) => m.state === "failed")) break;
         } catch {
           // not listening yet

@@ -90,6 +90,53 @@ Deno.test("compute off the HTTP thread: /health and embeddings answer while 8 ch
   }
 });
 
+Deno.test("a runner killed mid-stream: an error frame naming why, then it restarts by itself and serves", async () => {
+  const t = await startTestServer({ manifest: BENCH });
+  try {
+    const entry = t.server.registry.resolve("smol", "chat");
+    const engine = await t.server.registry.engine<WorkerChatEngine>(entry);
+    assert.ok(engine.pid, "a runner process");
+    // Long enough to be cut: chat-tiny's whole context streams out before a signal lands.
+    const res = await fetch(`${t.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ ...SMOL, max_tokens: 1500 }),
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes('"delta":{"content":')) text += (await reader.read()).value ?? "";
+    // What the kernel's out-of-memory killer does to a process. (A SIGSEGV sent from outside is caught by
+    // V8's WebAssembly trap handler; the abort of a failed assert is runner_crash_test.ts.)
+    Deno.kill(engine.pid, "SIGKILL");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    const fs = text.split("\n\n").filter(Boolean);
+    assert.equal(fs.at(-1), "data: [DONE]");
+    const err = errorOf(JSON.parse(fs.at(-2)!.slice(6)));
+    assert.equal(err.code, "engine_failed");
+    assert.match(err.message, /smol/);
+    assert.match(err.message, /was killed/);
+
+    // Restarted with a backoff, by itself: the next request waits for it and is served.
+    const ok = await t.client.chat.completions.create({
+      model: "smol",
+      messages: [{ role: "user", content: "Hi there!" }],
+      max_tokens: 4,
+    });
+    assert.equal(ok.usage?.completion_tokens, 4);
+    const again = await t.server.registry.engine<WorkerChatEngine>(entry);
+    assert.notEqual(again.pid, engine.pid);
+    assert.ok(t.logs.some((l) => l.includes("model runner crashed; restarting it")), "the restart is logged");
+    assert.equal(t.server.registry.crashes().find((c) => c.model === "smol")?.count, 1);
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test("a worker that dies mid-stream: an error frame, a 503 envelope, then the model reloads and serves", async () => {
   const t = await startTestServer();
   try {
