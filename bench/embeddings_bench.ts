@@ -16,7 +16,6 @@ import { createLogger } from "../src/log.ts";
 import { startServer } from "../src/server.ts";
 import { builtinLoaders } from "../src/loaders.ts";
 import type { EmbeddingEngine } from "../src/engines/types.ts";
-import { embeddingBatchStats } from "../src/api/embeddings.ts";
 import { firstModelDir, median } from "./stats.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -114,7 +113,7 @@ try {
 
   for (let w = 0; w < 3; w++) for (const name of names) await scenarios[name]();
   const times: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
-  const stats = () => embeddingBatchStats(server.registry).find((s) => s.model === "bench")!.stats;
+  const stats = () => server.registry.admission.batches().find((s) => s.model === "bench")!.stats;
   const batchesOf: Record<string, number> = Object.fromEntries(names.map((k) => [k, 0]));
   // Interleaved rounds so drift (thermal, other load) hits every scenario alike.
   for (let r = 0; r < rounds; r++) {

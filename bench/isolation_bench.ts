@@ -23,12 +23,15 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "8" },
     threads: { type: "string", default: "2" },
     "new-tokens": { type: "string", default: "64" },
+    /** Comma-separated model ids of MODELS to run (default: all). */
+    only: { type: "string" },
+    streams: { type: "string", default: "1,4" },
   },
 });
 const rounds = Number(values.rounds);
 const newTokens = Number(values["new-tokens"]);
 const shortTokens = Math.max(2, Math.round(newTokens / 4));
-const MODELS = {
+const ALL_MODELS = {
   "smollm2-gguf-q8": {
     task: "chat",
     path: "generated/bench/smollm2-135m-instruct/gguf/smollm2-135m-Q8_0.gguf",
@@ -40,6 +43,9 @@ const MODELS = {
     device: "cpu",
   },
 };
+const MODELS = Object.fromEntries(
+  Object.entries(ALL_MODELS).filter(([id]) => !values.only || values.only.split(",").includes(id)),
+);
 const WORDS = (
   "the people of the river town build small boats from old wood and paint them blue before the summer " +
   "market where farmers sell fresh bread cheese apples honey and warm soup to travelers who arrive early"
@@ -108,7 +114,7 @@ const lines = [
 ];
 try {
   for (const model of Object.keys(MODELS)) {
-    for (const streams of [1, 4]) {
+    for (const streams of values.streams.split(",").map(Number)) {
       const res: Record<Mode, { ttft: number[]; tps: number[] }> = {
         process: { ttft: [], tps: [] },
         thread: { ttft: [], tps: [] },
@@ -140,7 +146,7 @@ try {
   lines.push("", "Runner processes (--isolation=process), resident memory after the run:", "");
   for (const m of servers.process.registry.memory()) {
     lines.push(
-      `- ${m.model}: ${(m.rssBytes / 2 ** 20).toFixed(0)} MiB (the model reports ${
+      `- ${m.model}: ${((m.rssBytes ?? 0) / 2 ** 20).toFixed(0)} MiB (the model reports ${
         (m.bytes / 2 ** 20).toFixed(0)
       } MiB held)`,
     );

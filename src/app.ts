@@ -18,7 +18,7 @@ import {
   handleInputTokens,
   handleListInputItems,
 } from "./api/responses.ts";
-import { embeddingBatchStats, handleEmbeddings } from "./api/embeddings.ts";
+import { handleEmbeddings } from "./api/embeddings.ts";
 import { handleTranscriptions, handleTranslations } from "./api/transcriptions.ts";
 import { ApiKeys } from "./http/auth.ts";
 import { Cors } from "./http/cors.ts";
@@ -74,15 +74,7 @@ export function createApp(deps: AppDeps): App {
   const keys = new ApiKeys(config.apiKeys);
   const jsonLimits = { maxBytes: config.jsonBodyBytes, timeoutMs: config.bodyTimeoutMs };
   const audioLimits = { maxBytes: config.audioBodyBytes, timeoutMs: config.bodyTimeoutMs };
-  const metrics = deps.metrics ??
-    new Metrics(registry, () =>
-      embeddingBatchStats(registry).map(({ model, stats }) => ({
-        model,
-        active: stats.running ? 1 : 0,
-        waiting: stats.waiting,
-        batches: stats.batches,
-        inputs: stats.inputs,
-      })));
+  const metrics = deps.metrics ?? new Metrics(registry);
 
   return async (req: Request): Promise<Response> => {
     const started = performance.now();

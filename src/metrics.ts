@@ -1,20 +1,12 @@
 // Owns the Prometheus metrics: requests by route and status, latency and time-to-first-token histograms,
-// tokens processed, queue depth, model states and memory (read from the registry when scraped). Fed by the app's
+// tokens processed, queue depth and batching (the registry's admission), model states, crashes and memory (read
+// from the registry when scraped). Fed by the app's
 // per-request record, so handlers never touch metrics directly.
 import client from "prom-client";
 import type { RequestRecord } from "./request_record.ts";
 import type { Registry } from "./engines/registry.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
-
-/** Queue depth and batching counters kept outside the registry (the embeddings batchers). */
-export interface BatchSource {
-  model: string;
-  active: number;
-  waiting: number;
-  batches: number;
-  inputs: number;
-}
 
 export class Metrics {
   readonly #reg = new client.Registry();
@@ -45,7 +37,8 @@ export class Metrics {
     registers: [this.#reg],
   });
 
-  constructor(registry: Registry, batchSources: () => BatchSource[] = () => []) {
+  constructor(registry: Registry) {
+    const batches = () => registry.admission.batches();
     const queue = new client.Gauge({
       name: "oai_queue_depth",
       help: "Requests per model, running (active) or waiting in its queue.",
@@ -53,13 +46,9 @@ export class Metrics {
       registers: [this.#reg],
       collect() {
         this.reset();
-        for (const q of registry.queues()) {
+        for (const q of registry.admission.depths()) {
           this.set({ model: q.model, state: "active" }, q.active);
           this.set({ model: q.model, state: "waiting" }, q.waiting);
-        }
-        for (const b of batchSources()) {
-          this.inc({ model: b.model, state: "active" }, b.active);
-          this.inc({ model: b.model, state: "waiting" }, b.waiting);
         }
       },
     });
@@ -70,7 +59,7 @@ export class Metrics {
       registers: [this.#reg],
       collect() {
         this.reset();
-        for (const b of batchSources()) this.inc({ model: b.model }, b.batches);
+        for (const b of batches()) this.inc({ model: b.model }, b.stats.batches);
       },
     });
     new client.Counter({
@@ -81,7 +70,7 @@ export class Metrics {
       registers: [this.#reg],
       collect() {
         this.reset();
-        for (const b of batchSources()) this.inc({ model: b.model }, b.inputs);
+        for (const b of batches()) this.inc({ model: b.model }, b.stats.inputs);
       },
     });
     new client.Gauge({

@@ -39,7 +39,7 @@ export async function* admitted(
   onPrompt: (ev: Omit<PromptEvent, "type">) => void,
 ): AsyncGenerator<ChoiceEvent> {
   // As many run at once as the engine decodes together (--parallel); the rest wait in order.
-  const queue = run.ctx.registry.queue(run.entry, run.engine.parallel ?? 1);
+  const queue = run.ctx.registry.admission.queue(run.entry.id, run.engine.parallel ?? 1);
   const permit = await queue.acquire(run.ctx.signal);
   const admittedAt = performance.now();
   const { ctx } = run;

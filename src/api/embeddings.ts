@@ -1,10 +1,8 @@
 // Owns POST /v1/embeddings: the wire request -> per-request checks that need the model (length, vocabulary,
 // dimensions) -> the model's dynamic batcher -> OpenAI's response shape (float or base64 vectors, usage).
 // Every check runs before a request joins a batch, so one request's bad input never fails another's.
-// Also owns the per-model batchers and their counters (`embeddingBatchStats`, for metrics).
 import { Buffer } from "node:buffer";
-import { type BatcherStats, DynamicBatcher } from "../engines/batcher.ts";
-import type { Registry } from "../engines/registry.ts";
+import { DynamicBatcher } from "../engines/batcher.ts";
 import type { EmbeddingEngine, ModelEntry } from "../engines/types.ts";
 import { truncateAndNormalize } from "../engines/transformers/embedding_pooling.ts";
 import { readJson } from "../http/body.ts";
@@ -31,34 +29,19 @@ type Batcher = DynamicBatcher<readonly number[], Float32Array>;
  */
 const EAGER_INPUTS = 32;
 
-/** One batcher per loaded engine, per server (registry). A reloaded engine gets a fresh one. */
-const batchers = new WeakMap<Registry, Map<string, { engine: EmbeddingEngine; batcher: Batcher }>>();
-
+/** The model's batcher, from the registry's admission (one per loaded engine). */
 function batcherFor(ctx: ApiContext, entry: ModelEntry, engine: EmbeddingEngine): Batcher {
-  let perModel = batchers.get(ctx.registry);
-  if (!perModel) batchers.set(ctx.registry, perModel = new Map());
-  const known = perModel.get(entry.id);
-  if (known && known.engine === engine) return known.batcher;
-  const batcher: Batcher = new DynamicBatcher({
-    name: entry.id,
-    windowMs: ctx.config.embedBatchWindowMs,
-    budget: ctx.config.embedBatchTokens,
-    eagerItems: EAGER_INPUTS,
-    maxWaiting: ctx.config.queueSize,
-    cost: (ids) => ids.length,
-    run: (items) => engine.embedBatch(items),
-    onBatch: (info) => ctx.log.debug("embedding batch", { model: entry.id, ...info }),
-  });
-  perModel.set(entry.id, { engine, batcher });
-  return batcher;
-}
-
-/** Batching counters per embedding model of a server, for metrics. */
-export function embeddingBatchStats(registry: Registry): { model: string; stats: BatcherStats }[] {
-  return [...(batchers.get(registry) ?? [])].map(([model, { batcher }]) => ({
-    model,
-    stats: batcher.stats(),
-  }));
+  return ctx.registry.admission.batcher(entry.id, engine, (maxWaiting): Batcher =>
+    new DynamicBatcher({
+      name: entry.id,
+      windowMs: ctx.config.embedBatchWindowMs,
+      budget: ctx.config.embedBatchTokens,
+      eagerItems: EAGER_INPUTS,
+      maxWaiting,
+      cost: (ids) => ids.length,
+      run: (items) => engine.embedBatch(items),
+      onBatch: (info) => ctx.log.debug("embedding batch", { model: entry.id, ...info }),
+    }));
 }
 
 /** Characters per allowed token beyond which a text is first measured by a prefix (see `tokenizeText`). */

@@ -7,7 +7,7 @@ import { parseManifest } from "../engines/manifest.ts";
 import { Registry } from "../engines/registry.ts";
 import type { EmbeddingEngine, ModelEntry } from "../engines/types.ts";
 import { memoryLogger } from "../log.ts";
-import { embeddingBatchStats, toBase64 } from "./embeddings.ts";
+import { toBase64 } from "./embeddings.ts";
 
 const DIMS = 4;
 
@@ -92,7 +92,7 @@ Deno.test("embeddings api: bad requests are refused before batching; good ones s
   assert.equal(engine().calls[0].length, 3);
   assert.deepEqual(good2.json.data.map((d: { embedding: number[] }) => d.embedding[2]), [13, 14]);
   assert.deepEqual(good1.json.usage, { prompt_tokens: 4, total_tokens: 4 });
-  const [{ stats }] = embeddingBatchStats(registry);
+  const [{ stats }] = registry.admission.batches();
   assert.equal(stats.requests, 3);
   assert.equal(stats.maxInputs, 3);
 });

@@ -113,7 +113,9 @@ async function handle(req: Request, ctx: ApiContext, task: AudioTask): Promise<R
   };
   ctx.note({ model: entry.id, audioSeconds: +(audio.length / 16_000).toFixed(2) });
   if (request.stream) return await sseResponse(stoppable(ctx, entry, engine, audio, opts), { done: false });
-  const permit = await ctx.registry.queue(entry, ctx.config.transcriptionConcurrency).acquire(ctx.signal);
+  const permit = await ctx.registry.admission.queue(entry.id, ctx.config.transcriptionConcurrency).acquire(
+    ctx.signal,
+  );
   let transcript;
   try {
     transcript = await engine.transcribe(audio, opts, ctx.signal);
@@ -165,7 +167,9 @@ async function* streamEvents(
   stop: AbortController,
 ): AsyncGenerator<StreamEvent> {
   const signal = AbortSignal.any([ctx.signal, stop.signal]);
-  const permit = await ctx.registry.queue(entry, ctx.config.transcriptionConcurrency).acquire(signal);
+  const permit = await ctx.registry.admission.queue(entry.id, ctx.config.transcriptionConcurrency).acquire(
+    signal,
+  );
   const pending: PartialSegment[] = [];
   let wake: (() => void) | undefined;
   const onSegment = (s: PartialSegment) => {

@@ -1,6 +1,6 @@
 // Owns the models the server knows: resolving public ids and aliases to manifest entries, loading engines
 // lazily (one load at a time per model, shared by concurrent requests) with the loader of the entry's engine
-// kind, their state for /v1/models and readiness, and one admission queue per model. Load failures become
+// kind, their state for /v1/models and readiness, and admission (admission.ts: queues, batchers). Load failures become
 // ModelUnavailable (503) for that model only. An engine whose compute side died (its runner crashed) is
 // dropped and started again after a backoff; after repeated crashes the model is `failed` with the reason.
 import {
@@ -12,7 +12,7 @@ import {
 } from "../errors.ts";
 import type { Manifest } from "./manifest.ts";
 import { estimateLoadBytes } from "./footprint.ts";
-import { BoundedQueue } from "./queue.ts";
+import { Admission } from "./admission.ts";
 import type {
   AnyEngine,
   EngineKind,
@@ -48,7 +48,6 @@ interface Slot {
   crashes: number[];
   /** Crashes since start, for /metrics. */
   crashCount: number;
-  queue?: BoundedQueue;
   /** Requests holding the engine between lookup and the end of their use; a held model is never unloaded. */
   holds: number;
 }
@@ -84,6 +83,8 @@ export interface RegistryOptions {
 
 export class Registry {
   readonly #slots = new Map<string, Slot>();
+  /** Queues and batchers of every model: the one admission component. */
+  readonly admission: Admission;
   #uses = 0;
   #sweeper?: ReturnType<typeof setInterval>;
 
@@ -93,6 +94,7 @@ export class Registry {
     readonly ctx: LoadContext,
     readonly options: RegistryOptions,
   ) {
+    this.admission = new Admission(options.queueSize);
     for (const id of manifest.entries.keys()) {
       this.#slots.set(id, {
         state: "available",
@@ -321,25 +323,19 @@ export class Registry {
     return { ready, models, errors };
   }
 
-  /** The admission queue of a model; `concurrency` is fixed by the first caller (the engine's API module). */
-  queue(entry: ModelEntry, concurrency = 1): BoundedQueue {
-    const slot = this.#slots.get(entry.id)!;
-    slot.queue ??= new BoundedQueue(entry.id, concurrency, this.options.queueSize);
-    return slot.queue;
-  }
-
   /**
    * What each loaded model holds now (its engine's report, else the estimate) in host memory and GPU memory,
    * and where it runs, for metrics, /v1/models and the budgets.
    */
-  memory(): { model: string; bytes: number; gpuBytes: number; rssBytes: number; placement?: Placement }[] {
+  memory(): { model: string; bytes: number; gpuBytes: number; rssBytes?: number; placement?: Placement }[] {
     return [...this.#slots].filter(([, s]) => s.state === "ready").map(([model, s]) => {
       const placement = s.engine?.placement?.();
+      const rss = s.engine?.rssBytes?.();
       return {
         model,
         bytes: this.#bytes(s),
         gpuBytes: this.#bytes(s, "gpu"),
-        rssBytes: s.engine?.rssBytes?.() ?? 0,
+        ...(rss ? { rssBytes: rss } : {}),
         ...(placement ? { placement } : {}),
       };
     });
@@ -356,19 +352,15 @@ export class Registry {
     return slot.engine?.memoryBytes?.() ?? slot.sizeBytes;
   }
 
-  /** Queue depth per model, for metrics. */
+  /** Requests running and waiting per model, queues and batchers together, for metrics. */
   queues(): { model: string; active: number; waiting: number }[] {
-    return [...this.#slots].filter(([, s]) => s.queue).map(([model, s]) => ({
-      model,
-      active: s.queue!.active,
-      waiting: s.queue!.waiting,
-    }));
+    return this.admission.depths();
   }
 
   /** Whether a loaded model may be unloaded now: not held, nothing queued or running, the engine not busy. */
-  #idle(slot: Slot): boolean {
+  #idle(id: string, slot: Slot): boolean {
     if (slot.state !== "ready" || !slot.engine || slot.holds > 0) return false;
-    if (slot.queue && (slot.queue.active > 0 || slot.queue.waiting > 0)) return false;
+    if (this.admission.busy(id)) return false;
     return !slot.engine.busy?.();
   }
 
@@ -384,7 +376,7 @@ export class Registry {
     const limit = this.options.idleUnloadMs;
     if (!limit) return;
     for (const [id, slot] of this.#slots) {
-      if (this.#idle(slot) && now - slot.lastUsed >= limit) await this.#unload(id, slot, "idle");
+      if (this.#idle(id, slot) && now - slot.lastUsed >= limit) await this.#unload(id, slot, "idle");
     }
   }
 
@@ -402,7 +394,9 @@ export class Registry {
     const used = () => others().reduce((n, [, s]) => n + this.#bytes(s, pool), 0);
     while (used() + bytes > budget) {
       // Chosen afresh each time: meanwhile a concurrent request may have unloaded one or taken one into use.
-      const lru = others().filter(([, s]) => this.#idle(s)).sort((a, b) => a[1].useOrder - b[1].useOrder)[0];
+      const lru = others().filter(([id, s]) =>
+        this.#idle(id, s)
+      ).sort((a, b) => a[1].useOrder - b[1].useOrder)[0];
       if (!lru) {
         if (warn) {
           this.ctx.log.warn(

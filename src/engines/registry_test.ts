@@ -116,7 +116,7 @@ Deno.test("registry: idle models unload; the memory budget evicts the least rece
     assert.equal(r.state("c"), "ready");
     assert.deepEqual(r.memory(), [{ model: "c", bytes: 600, gpuBytes: 0 }], "the fp32 graph only");
     // A running request keeps the model loaded however old its last use.
-    const permit = await r.queue(r.resolve("c", "chat")).acquire();
+    const permit = await r.admission.queue("c").acquire();
     await r.unloadIdle(Date.now() + 120_000);
     assert.equal(r.state("c"), "ready");
     permit.release();
@@ -301,4 +301,38 @@ Deno.test("registry: the GPU memory budget counts what engines hold on the GPU, 
   } finally {
     await r.dispose();
   }
+});
+
+Deno.test("registry: a crashed engine restarts after a growing backoff; the third crash within the window fails it", async () => {
+  let loads = 0;
+  const crash: ((reason: string) => void)[] = [];
+  const r = registry((e) => {
+    loads++;
+    const engine = fakeEngine(e) as AnyEngine & { onFailure(l: (reason: string) => void): void };
+    engine.onFailure = (l) => crash.push(l);
+    return Promise.resolve(engine);
+  });
+  const entry = r.resolve("c", "chat");
+  const first = await r.engine(entry);
+  const t0 = performance.now();
+  crash.at(-1)!("its runner aborted: x.cpp:1: GGML_ASSERT(a == b) failed");
+  assert.equal(r.state("c"), "loading");
+  const second = await r.engine(entry);
+  assert.notEqual(second, first);
+  assert.ok(performance.now() - t0 >= 450, "the first restart waits its backoff");
+  assert.equal(loads, 2);
+  const t1 = performance.now();
+  crash.at(-1)!("its runner aborted: again");
+  await r.engine(entry);
+  assert.ok(performance.now() - t1 >= 950, "the second restart waits twice as long");
+  crash.at(-1)!("its runner aborted: x.cpp:1: GGML_ASSERT(a == b) failed");
+  assert.equal(r.state("c"), "failed");
+  assert.equal(loads, 3, "no restart after the third crash");
+  assert.match(r.lastError("c")!, /GGML_ASSERT\(a == b\).*crashed 3 times/);
+  assert.deepEqual(r.readiness().errors, { c: r.lastError("c") });
+  assert.deepEqual(r.crashes().find((c) => c.model === "c"), { model: "c", count: 3 });
+  await assert.rejects(
+    r.engine(entry),
+    (e: unknown) => e instanceof ModelUnavailable && /GGML_ASSERT/.test(e.message),
+  );
 });

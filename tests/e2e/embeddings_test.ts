@@ -11,7 +11,6 @@ import {
   startTestServer,
   type TestServer,
 } from "../helpers.ts";
-import { embeddingBatchStats } from "../../src/api/embeddings.ts";
 import { transformersRuntime } from "../../src/engines/transformers/runtime.ts";
 import { memoryLogger } from "../../src/log.ts";
 
@@ -215,11 +214,11 @@ Deno.test("embeddings e2e: concurrent requests are batched and each gets its own
     const texts = Array.from({ length: 16 }, (_, i) => `${SENTENCES[i % SENTENCES.length]} number ${i}`);
     const alone: number[][] = [];
     for (const text of texts) alone.push((await floats(s, text)).data[0].embedding);
-    const before = embeddingBatchStats(s.server.registry).find((x) => x.model === MODEL)!.stats;
+    const before = s.server.registry.admission.batches().find((x) => x.model === MODEL)!.stats;
 
     const together = await Promise.all(texts.map((text) => floats(s, text)));
 
-    const after = embeddingBatchStats(s.server.registry).find((x) => x.model === MODEL)!.stats;
+    const after = s.server.registry.admission.batches().find((x) => x.model === MODEL)!.stats;
     assert.equal(after.requests - before.requests, texts.length);
     assert.equal(after.inputs - before.inputs, texts.length);
     assert.ok(
@@ -242,7 +241,7 @@ Deno.test("embeddings e2e: a full queue is 429 with Retry-After; a gone client's
     await floats(s, "load the model first");
     const url = `${s.url}/v1/embeddings`;
     const body = JSON.stringify({ model: MODEL, input: "waits in the window" });
-    const stats = () => embeddingBatchStats(s.server.registry).find((x) => x.model === MODEL)!.stats;
+    const stats = () => s.server.registry.admission.batches().find((x) => x.model === MODEL)!.stats;
     const waiting = async () => {
       while (stats().waiting === 0) await new Promise((r) => setTimeout(r, 5));
     };
