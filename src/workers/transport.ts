@@ -59,6 +59,7 @@ export function processTransport(cmd: RunnerCommand, on: TransportEvents): Trans
   let ended = false;
   const writer = child.stdin.getWriter();
   const tail: string[] = [];
+  let assertLine: string | undefined;
   const stderrDone = (async () => {
     let buf = "";
     for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
@@ -70,6 +71,9 @@ export function processTransport(cmd: RunnerCommand, on: TransportEvents): Trans
         Deno.stderr.writeSync(new TextEncoder().encode(line + "\n"));
         tail.push(line);
         if (tail.length > TAIL_LINES) tail.shift();
+        // An assert line is kept apart: gdb's backtrace of every thread (ggml prints one on abort) can run
+        // to hundreds of lines after it.
+        if (LAST_WORDS[0].test(line)) assertLine = line;
       }
     }
     if (buf) tail.push(buf);
@@ -87,7 +91,7 @@ export function processTransport(cmd: RunnerCommand, on: TransportEvents): Trans
   })().catch(() => {});
   child.status.then(async (status) => {
     await Promise.all([stderrDone, stdoutDone]);
-    if (!ended) on.died(crashReason(status, tail));
+    if (!ended) on.died(crashReason(status, assertLine ? [assertLine, ...tail] : tail));
   });
   return {
     pid: child.pid,
