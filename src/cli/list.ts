@@ -4,6 +4,7 @@ import { join, relative } from "node:path";
 import type { Config } from "../config.ts";
 import { loadManifest } from "../engines/manifest.ts";
 import type { ModelEntry } from "../engines/types.ts";
+import { backendOf } from "../engines/backends.ts";
 import { formatBytes } from "../hub/progress.ts";
 import { DTYPE_SUFFIX, onnxWeight } from "../hub/select.ts";
 
@@ -46,13 +47,13 @@ async function walk(dir: string, prefix = ""): Promise<Map<string, number>> {
 async function inspect(entry: ModelEntry): Promise<Pick<ListRow, "local" | "bytes" | "file" | "localPath">> {
   const st = await statOrNull(entry.path);
   if (!st) return { local: "no", bytes: 0, localPath: entry.path };
-  if (entry.task === "transcription" || entry.engine === "llama.cpp") {
+  const layout = backendOf(entry.engine).layout;
+  if (layout.kind === "file") {
     // A whisper or GGUF model is one file: the entry's options.file inside the folder, or the path itself.
     const named = typeof entry.options.file === "string" ? entry.options.file : undefined;
     let file = st.isFile ? entry.path : named ? join(entry.path, named) : undefined;
     if (!file && st.isDirectory) {
-      const one = entry.task === "transcription" ? /^ggml-[^/]+\.bin$/ : /\.gguf$/i;
-      const ggml = [...(await walk(entry.path)).keys()].find((p) => one.test(p));
+      const ggml = [...(await walk(entry.path)).keys()].find((p) => layout.pattern.test(p));
       file = ggml ? join(entry.path, ggml) : undefined;
     }
     const shown = file ? relative(entry.path, file) || undefined : named;

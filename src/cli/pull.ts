@@ -8,6 +8,7 @@ import { formatBytes, type ProgressSink, terminalProgress } from "../hub/progres
 import { isRepoId } from "../hub/paths.ts";
 import { pullModel, type PullResult } from "../hub/pull.ts";
 import type { PullPlan } from "../hub/select.ts";
+import { BACKENDS } from "../engines/backends.ts";
 import { UsageError } from "./args.ts";
 import {
   aliasTarget,
@@ -185,6 +186,8 @@ export async function runPull(
       revision: flags.revision as string | undefined,
       ...wish,
       modelsDir: config.modelsDir,
+      // The layouts of the backends built in, in their order.
+      formats: BACKENDS.map((b) => b.pullFormat),
     },
     { progress: io.progress ?? terminalProgress(), signal: io.signal, retries, onPlan },
   );

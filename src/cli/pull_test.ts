@@ -6,8 +6,20 @@ import type { PullPlan } from "../hub/select.ts";
 import { applyPull, type CliIo, derivedId, runPull } from "./pull.ts";
 import { UsageError } from "./args.ts";
 
-const transformers: PullPlan = { kind: "transformers", task: "chat", dtype: "q4", files: [] };
-const whisper: PullPlan = { kind: "whisper", task: "transcription", file: "ggml-base.en.bin", files: [] };
+const transformers: PullPlan = {
+  kind: "transformers",
+  engine: "transformers",
+  task: "chat",
+  dtype: "q4",
+  files: [],
+};
+const whisper: PullPlan = {
+  kind: "whisper",
+  engine: "whisper.cpp",
+  task: "transcription",
+  file: "ggml-base.en.bin",
+  files: [],
+};
 
 Deno.test("cli pull: ids derived from the repo or the ggml file", () => {
   assert.equal(derivedId(transformers, "onnx-community/Qwen2.5-0.5B-Instruct"), "qwen2.5-0.5b-instruct");

@@ -3,15 +3,17 @@
 import { z } from "zod";
 import { isAbsolute, relative, resolve } from "node:path";
 import type { DevicePref, EngineKind, ModelEntry, Task } from "./types.ts";
+import { ENGINE_KINDS, TASKS } from "../model_kinds.ts";
 import { hubPath } from "../hub/paths.ts";
+import { backendOf, BACKENDS } from "./backends.ts";
 
 const REPO_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const MODEL_FILE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 const ModelSpec = z.object({
-  task: z.enum(["chat", "embedding", "transcription"]),
+  task: z.enum(TASKS),
   /** Which backend runs it; by default the one that reads the model's files (see `defaultEngine`). */
-  engine: z.enum(["transformers", "llama.cpp", "whisper.cpp"]).optional(),
+  engine: z.enum(ENGINE_KINDS).optional(),
   repo: z.string().regex(REPO_ID, "must look like owner/name").refine((s) => !s.includes(".."), "no ..")
     .optional(),
   path: z.string().min(1).optional(),
@@ -78,13 +80,29 @@ export function insideDir(root: string, p: string): string {
 }
 
 /**
- * The backend for a model whose manifest entry names none: whisper.cpp reads the ggml files of speech models,
- * llama.cpp GGUF files (a `path` or `options.file` ending in .gguf), transformers.js (onnxruntime) the ONNX
- * folders of chat and embedding models.
+ * The backend for a model whose manifest entry names none: the first whose descriptor claims the task and the
+ * file (whisper.cpp the ggml files of speech models, llama.cpp GGUF files, a `path` or `options.file` ending
+ * in .gguf, transformers.js the ONNX folders of chat and embedding models).
  */
 export function defaultEngine(task: Task, file?: string): EngineKind {
-  if (task === "transcription") return "whisper.cpp";
-  return file?.toLowerCase().endsWith(".gguf") ? "llama.cpp" : "transformers";
+  const d = BACKENDS.find((b) => b.claims(task, file));
+  if (!d) throw new ManifestError(`no backend built into this server serves ${task} models`);
+  return d.kind;
+}
+
+/** Refuses options another backend acts on but this one would ignore (`gpu_layers` on an ONNX model). */
+function checkOwnOptions(id: string, engine: EngineKind, options: Record<string, unknown>): void {
+  const own = backendOf(engine).ownOptions;
+  for (const key of Object.keys(options)) {
+    if (own.includes(key)) continue;
+    const owners = BACKENDS.filter((b) => b.ownOptions.includes(key)).map((b) => b.kind);
+    if (owners.length === 0) continue;
+    const hint = key === "gpu_layers"
+      ? `only llama.cpp (GGUF) models have layers to place; ${engine} runs a model whole on its device ` +
+        "(device: cpu keeps it off the GPU)"
+      : `only ${owners.join(" and ")} models read it; ${engine} would ignore it`;
+    throw new ManifestError(`manifest: models.${id}.options.${key}: ${hint}`);
+  }
 }
 
 export function parseManifest(json: unknown, modelsDir: string, device: DevicePref): Manifest {
@@ -99,16 +117,11 @@ export function parseManifest(json: unknown, modelsDir: string, device: DevicePr
     const path = spec.path ? insideDir(modelsDir, spec.path) : hubPath(modelsDir, spec.repo!);
     const file = typeof spec.options?.file === "string" ? spec.options.file : spec.path;
     const engine = spec.engine ?? defaultEngine(spec.task, file);
-    if (spec.task === "transcription" ? engine !== "whisper.cpp" : engine === "whisper.cpp") {
+    if (!backendOf(engine).tasks.includes(spec.task)) {
       throw new ManifestError(`manifest: models.${id}.engine: ${engine} does not serve ${spec.task} models`);
     }
-    // Layers are llama.cpp's: anywhere else the option would be accepted and do nothing.
-    if (spec.options?.gpu_layers !== undefined && engine !== "llama.cpp") {
-      throw new ManifestError(
-        `manifest: models.${id}.options.gpu_layers: only llama.cpp (GGUF) models have layers to place; ` +
-          `${engine} runs a model whole on its device (device: cpu keeps it off the GPU)`,
-      );
-    }
+    // An option of another backend would be accepted and do nothing.
+    checkOwnOptions(id, engine, spec.options ?? {});
     entries.set(id, {
       id,
       task: spec.task,

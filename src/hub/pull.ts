@@ -6,7 +6,7 @@ import type { Task } from "../model_kinds.ts";
 import type { HubClient } from "./client.ts";
 import { downloadFile } from "./download.ts";
 import { assertRealInside, checkRepoId, destinationOf, hubPath } from "./paths.ts";
-import { planPull, type PullPlan } from "./select.ts";
+import { planPull, type PullFormat, type PullPlan } from "./select.ts";
 import type { ProgressSink } from "./progress.ts";
 
 export interface PullRequest {
@@ -16,6 +16,8 @@ export interface PullRequest {
   dtype?: string;
   file?: string;
   modelsDir: string;
+  /** The layouts the backends read, in their order (the descriptors' pull formats). */
+  formats: readonly PullFormat[];
 }
 
 export interface PulledFile {
@@ -51,7 +53,7 @@ export async function pullModel(
   const repo = checkRepoId(req.repo);
   const revision = req.revision ?? "main";
   const info = await client.repoInfo(repo, revision, opts.signal);
-  const plan = planPull(info, { task: req.task, dtype: req.dtype, file: req.file });
+  const plan = planPull(info, { task: req.task, dtype: req.dtype, file: req.file }, req.formats);
   // Every file of one pull comes from the same commit, even if the branch moves meanwhile.
   const commit = info.sha ?? revision;
   const dir = hubPath(req.modelsDir, repo);

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { GGUF_FORMAT, ONNX_FORMAT, WHISPER_FORMAT } from "./select.ts";
 import { join } from "node:path";
 import { startFakeHub } from "../../tests/fake_hub.ts";
 import { HubClient } from "./client.ts";
@@ -31,6 +32,8 @@ function recorder(): ProgressSink & { lines: string[] } {
   };
 }
 
+const FORMATS = [WHISPER_FORMAT, GGUF_FORMAT, ONNX_FORMAT];
+
 Deno.test("pull: the chosen files land under <models>/hub/<owner>/<name>, pinned to one commit", async () => {
   const src = await repoDir();
   const models = await Deno.makeTempDir();
@@ -40,7 +43,12 @@ Deno.test("pull: the chosen files land under <models>/hub/<owner>/<name>, pinned
   try {
     const client = new HubClient({ endpoint: hub.url });
     const progress = recorder();
-    const res = await pullModel(client, { repo: "org/embed", dtype: "q8", modelsDir: models }, { progress });
+    const res = await pullModel(client, {
+      repo: "org/embed",
+      dtype: "q8",
+      modelsDir: models,
+      formats: FORMATS,
+    }, { progress });
     assert.equal(res.task, "embedding");
     assert.equal(res.dtype, "q8");
     assert.equal(res.commit, "e".repeat(40));
@@ -69,7 +77,12 @@ Deno.test("pull: the chosen files land under <models>/hub/<owner>/<name>, pinned
     );
 
     // Pulling again only checks what is there.
-    const again = await pullModel(client, { repo: "org/embed", dtype: "q8", modelsDir: models });
+    const again = await pullModel(client, {
+      repo: "org/embed",
+      dtype: "q8",
+      modelsDir: models,
+      formats: FORMATS,
+    });
     assert.ok(again.pulled.every((f) => f.status === "present"));
     assert.equal(again.fetched, 0);
   } finally {
@@ -93,7 +106,12 @@ Deno.test("pull: a listing with an escaping file name writes nothing at all", as
   });
   try {
     await assert.rejects(
-      () => pullModel(new HubClient({ endpoint: hub.url }), { repo: "org/evil", modelsDir: models }),
+      () =>
+        pullModel(new HubClient({ endpoint: hub.url }), {
+          repo: "org/evil",
+          modelsDir: models,
+          formats: FORMATS,
+        }),
       /unsafe file name from the hub "..\/..\/..\/escaped.json": ".." segment/,
     );
     assert.deepEqual([...Deno.readDirSync(models)], []);

@@ -1,8 +1,9 @@
 // Owns which files of a hub repo a model needs: for transformers.js repos the config/tokenizer files and the
 // ONNX weights of one dtype (with their external `_data` files), for whisper.cpp repos one `ggml-*.bin`, for
 // GGUF repos (llama.cpp) one `.gguf` file.
-// Also owns the task a repo serves and the dtype chosen when none is asked for.
-import type { Task } from "../model_kinds.ts";
+// Also owns the task a repo serves and the dtype chosen when none is asked for. Each layout is a PullFormat
+// that a backend's descriptor names (src/engines/*/descriptor.ts); planPull takes them in the order given.
+import type { EngineKind, Task } from "../model_kinds.ts";
 import { HubError } from "./errors.ts";
 import type { HubFile, RepoInfo } from "./client.ts";
 import { DTYPE_SUFFIX } from "./dtypes.ts";
@@ -42,7 +43,10 @@ export interface PullWish {
 }
 
 export interface PullPlan {
+  /** The repo layout chosen (its format's name). */
   kind: "transformers" | "whisper" | "gguf";
+  /** The backend that reads it. */
+  engine: EngineKind;
   task: Task;
   /** transformers repos: the weight type chosen. */
   dtype?: string;
@@ -92,22 +96,58 @@ function externalData(files: HubFile[], weight: string): HubFile[] {
   );
 }
 
-/** Decides what to download for `info` given what the user asked for; errors say what is available. */
-export function planPull(info: RepoInfo, wish: PullWish): PullPlan {
-  const hasOnnx = info.files.some((f) => onnxWeight(f.path));
-  const ggml = info.files.filter((f) => GGML.test(f.path));
-  const wantsWhisper = wish.task === "transcription" || (wish.file !== undefined && GGML.test(wish.file));
-  if (ggml.length > 0 && (wantsWhisper || !hasOnnx)) return planWhisper(info, ggml, wish);
-  const gguf = info.files.filter((f) => GGUF.test(f.path));
-  if (gguf.length > 0 && (!hasOnnx || (wish.file !== undefined && GGUF.test(wish.file)))) {
-    return planGguf(info, gguf, wish);
-  }
-  if (!hasOnnx) {
+/** A repo layout one backend reads: whether a repo (and what was asked) is in it, and what to take from it. */
+export interface PullFormat {
+  name: PullPlan["kind"];
+  engine: EngineKind;
+  /** Whether this layout is the one to take from `info` (the first format that says yes is used). */
+  applies(info: RepoInfo, wish: PullWish): boolean;
+  plan(info: RepoInfo, wish: PullWish): PullPlan;
+}
+
+const hasOnnx = (info: RepoInfo) => info.files.some((f) => onnxWeight(f.path));
+
+/** whisper.cpp's ggml files, taken when asked for (task or file) or when the repo has no ONNX weights. */
+export const WHISPER_FORMAT: PullFormat = {
+  name: "whisper",
+  engine: "whisper.cpp",
+  applies: (info, wish) => {
+    const wants = wish.task === "transcription" || (wish.file !== undefined && GGML.test(wish.file));
+    return info.files.some((f) => GGML.test(f.path)) && (wants || !hasOnnx(info));
+  },
+  plan: (info, wish) => planWhisper(info, info.files.filter((f) => GGML.test(f.path)), wish),
+};
+
+/** One GGUF file (llama.cpp), taken when the repo has no ONNX weights or a .gguf file is asked for. */
+export const GGUF_FORMAT: PullFormat = {
+  name: "gguf",
+  engine: "llama.cpp",
+  applies: (info, wish) =>
+    info.files.some((f) => GGUF.test(f.path)) &&
+    (!hasOnnx(info) || (wish.file !== undefined && GGUF.test(wish.file))),
+  plan: (info, wish) => planGguf(info, info.files.filter((f) => GGUF.test(f.path)), wish),
+};
+
+/** transformers.js: config, tokenizer and the ONNX weights of one dtype. */
+export const ONNX_FORMAT: PullFormat = {
+  name: "transformers",
+  engine: "transformers",
+  applies: (info) => hasOnnx(info),
+  plan: (info, wish) => planTransformers(info, wish),
+};
+
+/**
+ * Decides what to download for `info` given what the user asked for, in the first of `formats` (the
+ * backends' layouts, in their order) that applies; errors say what is available.
+ */
+export function planPull(info: RepoInfo, wish: PullWish, formats: readonly PullFormat[]): PullPlan {
+  const format = formats.find((f) => f.applies(info, wish));
+  if (!format) {
     throw new HubError(
       `${info.repo} has neither ONNX weights under onnx/ nor ggml-*.bin files: not a model this server runs`,
     );
   }
-  return planTransformers(info, wish);
+  return format.plan(info, wish);
 }
 
 function planWhisper(info: RepoInfo, ggml: HubFile[], wish: PullWish): PullPlan {
@@ -129,7 +169,13 @@ function planWhisper(info: RepoInfo, ggml: HubFile[], wish: PullWish): PullPlan 
       })`,
     );
   }
-  return { kind: "whisper", task: "transcription", file: chosen.path, files: [chosen] };
+  return {
+    kind: "whisper",
+    engine: "whisper.cpp",
+    task: "transcription",
+    file: chosen.path,
+    files: [chosen],
+  };
 }
 
 function planGguf(info: RepoInfo, gguf: HubFile[], wish: PullWish): PullPlan {
@@ -159,7 +205,7 @@ function planGguf(info: RepoInfo, gguf: HubFile[], wish: PullWish): PullPlan {
       );
     }
   }
-  return { kind: "gguf", task, file: chosen.path, files: [chosen] };
+  return { kind: "gguf", engine: "llama.cpp", task, file: chosen.path, files: [chosen] };
 }
 
 function planTransformers(info: RepoInfo, wish: PullWish): PullPlan {
@@ -197,7 +243,7 @@ function planTransformers(info: RepoInfo, wish: PullWish): PullPlan {
   if (!files.some((f) => f.path === "config.json")) {
     throw new HubError(`${info.repo} has no config.json: not a transformers.js repo`);
   }
-  return { kind: "transformers", task, dtype, files };
+  return { kind: "transformers", engine: "transformers", task, dtype, files };
 }
 
 function listSome(names: string[]): string {

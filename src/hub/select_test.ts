@@ -1,5 +1,17 @@
 import assert from "node:assert/strict";
-import { availableDtypes, onnxWeight, planPull } from "./select.ts";
+import {
+  availableDtypes,
+  GGUF_FORMAT,
+  ONNX_FORMAT,
+  onnxWeight,
+  planPull as planWith,
+  type PullWish,
+  WHISPER_FORMAT,
+} from "./select.ts";
+
+/** The built-in backends' layouts, in their order (src/engines/backends.ts). */
+const planPull = (info: RepoInfo, wish: PullWish) =>
+  planWith(info, wish, [WHISPER_FORMAT, GGUF_FORMAT, ONNX_FORMAT]);
 import { HubError } from "./errors.ts";
 import type { HubFile, RepoInfo } from "./client.ts";
 

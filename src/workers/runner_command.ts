@@ -1,11 +1,12 @@
 // Owns the command line of a model's runner process and its permissions: each runner gets only what its
-// engine needs, never more than the server had. Read: the models folder and this checkout (its modules,
-// node_modules, native/); FFI: the engine's own libraries only (llama.cpp's for a GGUF model; onnxruntime's
-// and sharp's for transformers.js); write and net: the models folder and the hub's hosts, and only when
-// downloads are on. A single binary (`deno compile`) runs itself as the runner (its permissions are baked in).
-import { dirname, join, resolve } from "node:path";
+// engine needs (its descriptor's runnerNeeds). Read: the models folder and this checkout (its modules,
+// node_modules, native/), plus what the backend names; FFI: the backend's own libraries only (llama.cpp's
+// for a GGUF model; onnxruntime's and sharp's for transformers.js; whisper.cpp's); write and net: the models
+// folder and the hub's hosts, and only when downloads are on. A single binary (`deno compile`) runs itself as the runner (its permissions are baked in).
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LoadRequest } from "./protocol.ts";
+import { backendOf } from "../engines/backends.ts";
 
 export interface RunnerCommand {
   command: string;
@@ -38,32 +39,6 @@ function denoCommand(): string {
   return "deno";
 }
 
-/** npm packages with native code that transformers.js loads (onnxruntime-node, sharp). */
-function nativeNpmDirs(): string[] {
-  const dir = join(REPO, "node_modules", ".deno");
-  try {
-    return [...Deno.readDirSync(dir)]
-      .filter((e) => /^(onnxruntime-node|@img\+sharp-linux)/.test(e.name))
-      .map((e) => join(dir, e.name));
-  } catch {
-    return [];
-  }
-}
-
-/** The libraries a runner for `req` loads through FFI. */
-function ffiPaths(req: LoadRequest): string[] {
-  if (req.entry.engine === "whisper.cpp") {
-    const lib = req.whisper?.lib;
-    return [join(REPO, "native", "build"), ...(lib ? [lib, dirname(lib)] : [])];
-  }
-  if (req.entry.engine === "llama.cpp") {
-    const dirs = [join(REPO, "native", "build")];
-    if (req.llamaLib) dirs.push(req.llamaLib, dirname(req.llamaLib));
-    return dirs;
-  }
-  return [join(REPO, "native", "build", "ort"), ...nativeNpmDirs()];
-}
-
 function hubHosts(req: LoadRequest): string[] {
   const hosts = [...HUB_HOSTS];
   const endpoint = req.hub?.endpoint ?? Deno.env.get("HF_ENDPOINT");
@@ -77,19 +52,19 @@ function hubHosts(req: LoadRequest): string[] {
   return hosts;
 }
 
-/** Files outside the checkout and models folder a runner reads: a whisper runner's VAD model. */
-function readExtra(req: LoadRequest): string[] {
-  return req.whisper?.vadModel ? [resolve(req.whisper.vadModel)] : [];
-}
-
 export function runnerCommand(req: LoadRequest): RunnerCommand {
   if (Deno.build.standalone) return { command: Deno.execPath(), args: [RUNNER_ARG] };
+  const needs = backendOf(req.entry.engine).runnerNeeds({
+    llamaLib: req.llamaLib,
+    whisperLib: req.whisper?.lib,
+    vadModel: req.whisper?.vadModel,
+  });
   const args = [
     "run",
     "--no-prompt",
     `--config=${join(REPO, "deno.json")}`,
-    `--allow-read=${[REPO, resolve(req.modelsDir), ...readExtra(req)].join(",")}`,
-    `--allow-ffi=${ffiPaths(req).join(",")}`,
+    `--allow-read=${[REPO, resolve(req.modelsDir), ...(needs.read ?? []).map((p) => resolve(p))].join(",")}`,
+    `--allow-ffi=${needs.ffi.join(",")}`,
     "--allow-env",
     // sharp (imported by transformers.js) asks for the network interfaces and host name to find its libc.
     "--allow-sys=cpus,networkInterfaces,hostname",

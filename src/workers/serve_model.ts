@@ -7,10 +7,8 @@ import type { Logger } from "../log.ts";
 import { countPromptTokens, runChat } from "../chat/pipeline.ts";
 import { setImmediate } from "node:timers";
 import type { ChatBackend, ChatEvent, TranscriptionEngine } from "../engines/types.ts";
-import { whisperLoader } from "../engines/whisper/mod.ts";
-import { loadChatBackend } from "../engines/transformers/chat_backend.ts";
-import { loadEmbedding, type TransformersEmbedding } from "../engines/transformers/embedding.ts";
-import { type LlamaEmbedding, loadLlamaChat, loadLlamaEmbedding } from "../engines/llama/mod.ts";
+import type { RunnerEmbedding } from "../engines/descriptor.ts";
+import { backendOf } from "../engines/backends.ts";
 import type {
   ChatInfo,
   EmbeddingInfo,
@@ -64,7 +62,7 @@ function workerLog(debug: boolean): Logger {
 }
 
 let chat: ChatBackend | null = null;
-let embedding: TransformersEmbedding | LlamaEmbedding | null = null;
+let embedding: RunnerEmbedding | null = null;
 let transcription: TranscriptionEngine | null = null;
 let log: Logger = workerLog(false);
 const jobs = new Map<number, AbortController>();
@@ -80,15 +78,13 @@ async function load(req: LoadRequest): Promise<void> {
     llamaLib: req.llamaLib,
     gpuLayers: req.gpuLayers,
     hub: req.hub,
+    whisper: req.whisper,
   };
-  const llama = req.entry.engine === "llama.cpp";
   try {
+    // The backend's own descriptor loads it: a new backend needs no change here.
+    const model = await backendOf(req.entry.engine).load(req.task, req.entry, ctx);
     if (req.task === "transcription") {
-      const w = req.whisper ?? {};
-      const e = await whisperLoader({ lib: w.lib, concurrency: w.concurrency })(
-        req.entry,
-        ctx,
-      ) as TranscriptionEngine;
+      const e = model as TranscriptionEngine;
       transcription = e;
       const info: TranscriptionInfo = {
         backend: e.backend,
@@ -100,9 +96,7 @@ async function load(req: LoadRequest): Promise<void> {
       post({ t: "loaded", info });
       post({ t: "memory", bytes: info.memoryBytes, rss: processRss() });
     } else if (req.task === "chat") {
-      const backend: ChatBackend = llama
-        ? await loadLlamaChat(req.entry, ctx)
-        : await loadChatBackend(req.entry, ctx);
+      const backend = model as ChatBackend;
       chat = backend;
       const info: ChatInfo = {
         backend: backend.backend,
@@ -114,8 +108,8 @@ async function load(req: LoadRequest): Promise<void> {
       post({ t: "loaded", info });
       post({ t: "memory", bytes: info.memoryBytes, rss: processRss() });
     } else {
-      embedding = llama ? await loadLlamaEmbedding(req.entry, ctx) : await loadEmbedding(req.entry, ctx);
-      const e = embedding;
+      const e = model as RunnerEmbedding;
+      embedding = e;
       const info: EmbeddingInfo = {
         backend: e.backend,
         dimensions: e.dimensions,
@@ -123,7 +117,7 @@ async function load(req: LoadRequest): Promise<void> {
         vocabSize: e.vocabSize,
         normalized: e.normalized,
         memoryBytes: e.memoryBytes(),
-        placement: "placement" in e ? e.placement() : undefined,
+        placement: e.placement?.(),
       };
       post({ t: "loaded", info });
       post({ t: "memory", bytes: info.memoryBytes, rss: processRss() });

@@ -1,36 +1,23 @@
 // Owns loading GGUF models on llama.cpp: where the file is (a manifest `path` to the file, or a folder / hub
 // repo plus `options.file`), downloading it through the hub's one download path when missing, and building
 // the chat backend (LlamaChat) or the embedding engine (LlamaEmbedding) on this thread (a model's worker).
-import { join } from "node:path";
 import { ModelFilesMissing } from "../../errors.ts";
 import { fetchRepoFiles } from "../../hub/fetch_files.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { LlamaChat } from "./chat.ts";
 import { LlamaEmbedding } from "./embedding.ts";
 import { blockCount, readGgufMeta } from "./gguf_meta.ts";
+import { ggufFile } from "./files.ts";
 import { listDevices, LlamaContext, LlamaLoadError, LlamaModel, openLlama } from "./ffi.ts";
 import { gpuLayersOf, gpus, layersThatFit, placementOf } from "./placement.ts";
 
 export { LlamaChat, LlamaEmbedding };
+export { ggufFile };
 
 /** Default context per sequence when the manifest sets none (the model's own may be far larger). */
 const DEFAULT_CONTEXT = 4096;
 /** Tokens one llama_decode takes at most (prompt chunks plus every stream's next token). */
 const BATCH = 512;
-
-/** The GGUF file of an entry: `path` itself when it is a .gguf file, else `<path>/<options.file>`. */
-export function ggufFile(entry: ModelEntry): string {
-  if (entry.path.endsWith(".gguf")) return entry.path;
-  const file = entry.options.file;
-  if (typeof file !== "string" || !file.endsWith(".gguf")) {
-    throw new ModelFilesMissing(
-      `model \`${entry.id}\`: a llama.cpp model needs a .gguf file: a manifest "path" to it, or "options": ` +
-        `{ "file": "<name>.gguf" } beside "repo" or a folder "path"`,
-    );
-  }
-  if (file.split("/").includes("..")) throw new ModelFilesMissing(`model \`${entry.id}\`: bad file name`);
-  return join(entry.path, ...file.split("/"));
-}
 
 async function ensureFile(entry: ModelEntry, ctx: LoadContext): Promise<string> {
   const path = ggufFile(entry);

@@ -1,17 +1,19 @@
 // Owns the transcription engine's loader: finds the ggml model file of a manifest entry, opens the whisper.cpp
 // library (a clear error naming the build command when it is missing, which the registry turns into a 503 for
 // this model only), loads the model once and wraps it in a WhisperEngine.
-import { join } from "node:path";
 import { ModelFilesMissing } from "../../errors.ts";
 import type { EngineLoader, LoadContext, ModelEntry } from "../types.ts";
 import { cstr, openWhisper } from "./ffi.ts";
 import { WhisperEngine } from "./engine.ts";
+import { modelFile } from "./files.ts";
 import { HubClient, hubOptionsFromEnv } from "../../hub/client.ts";
 import { pullModel } from "../../hub/pull.ts";
+import { WHISPER_FORMAT } from "../../hub/select.ts";
 import { terminalProgress } from "../../hub/progress.ts";
 
 export { WhisperEngine } from "./engine.ts";
 export { findLibrary, WhisperLibraryMissing } from "./ffi.ts";
+export { modelFile };
 
 export interface WhisperSettings {
   /** Folder (or file) of libwhisper_shim; default: OAI_WHISPER_LIB, then native/build/lib of this checkout. */
@@ -24,40 +26,6 @@ export interface WhisperSettings {
 
 /** Settings the server may pass through its load context (see the lead's LoadContext). */
 type WhisperLoadContext = LoadContext & { whisperLib?: string; transcriptionConcurrency?: number };
-
-async function exists(p: string): Promise<Deno.FileInfo | undefined> {
-  try {
-    return await Deno.stat(p);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The model file of an entry: its path when that is a file, else `options.file` (or the only .bin) inside. */
-export async function modelFile(entry: ModelEntry): Promise<string> {
-  const info = await exists(entry.path);
-  if (!info) {
-    throw new ModelFilesMissing(
-      `model file ${entry.path} is missing: put a ggml whisper model there (the project's test model is made ` +
-        "by `deno task models:test`)",
-    );
-  }
-  if (info.isFile) return entry.path;
-  const named = typeof entry.options.file === "string" ? entry.options.file : undefined;
-  if (named) {
-    const p = join(entry.path, named);
-    if (await exists(p)) return p;
-    throw new ModelFilesMissing(`model file ${p} is missing`);
-  }
-  const bins: string[] = [];
-  for await (const e of Deno.readDir(entry.path)) if (e.isFile && e.name.endsWith(".bin")) bins.push(e.name);
-  if (bins.length !== 1) {
-    throw new ModelFilesMissing(
-      `${entry.path} holds ${bins.length} .bin files; name the model with options.file in the manifest`,
-    );
-  }
-  return join(entry.path, bins[0]);
-}
 
 function envInt(name: string): number | undefined {
   const v = Number(Deno.env.get(name));
@@ -98,6 +66,7 @@ async function fetchFromHub(entry: ModelEntry, ctx: LoadContext, missing: unknow
       task: "transcription",
       file,
       modelsDir: ctx.modelsDir,
+      formats: [WHISPER_FORMAT],
     }, { progress: terminalProgress() });
   } catch (e) {
     throw new ModelFilesMissing(
