@@ -16,6 +16,7 @@ const BENCHES = [
   "constrain",
   "constrained_decode",
   "load",
+  "isolation",
 ];
 const root = fileURLToPath(new URL("../", import.meta.url));
 
