@@ -36,6 +36,22 @@ async function frames(res: Response): Promise<string[]> {
   return (await res.text()).split("\n\n").filter(Boolean);
 }
 
+/** Reads a stream until its first content delta, runs `cut`, reads to the end; the last frame's error. */
+async function errorAfterCut(res: Response, cut: () => void): Promise<ReturnType<typeof errorOf>> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes('"delta":{"content":')) text += (await reader.read()).value ?? "";
+  cut();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  const fs = text.split("\n\n").filter(Boolean);
+  assert.equal(fs.at(-1), "data: [DONE]");
+  return errorOf(JSON.parse(fs.at(-2)!.slice(6)));
+}
+
 Deno.test("compute off the HTTP thread: /health and embeddings answer while 8 chats stream", async () => {
   const t = await startTestServer({ flags: ["--queue-size=16", "--threads=2"], manifest: BENCH });
   try {
@@ -103,20 +119,9 @@ Deno.test("a runner killed mid-stream: an error frame naming why, then it restar
       body: JSON.stringify({ ...SMOL, max_tokens: 1500 }),
     });
     assert.equal(res.status, 200);
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let text = "";
-    while (!text.includes('"delta":{"content":')) text += (await reader.read()).value ?? "";
     // What the kernel's out-of-memory killer does to a process. (A SIGSEGV sent from outside is caught by
     // V8's WebAssembly trap handler; the abort of a failed assert is runner_crash_test.ts.)
-    Deno.kill(engine.pid, "SIGKILL");
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += value;
-    }
-    const fs = text.split("\n\n").filter(Boolean);
-    assert.equal(fs.at(-1), "data: [DONE]");
-    const err = errorOf(JSON.parse(fs.at(-2)!.slice(6)));
+    const err = await errorAfterCut(res, () => Deno.kill(engine.pid!, "SIGKILL"));
     assert.equal(err.code, "engine_failed");
     assert.match(err.message, /smol/);
     assert.match(err.message, /was killed/);
@@ -148,18 +153,7 @@ Deno.test("a worker that dies mid-stream: an error frame, a 503 envelope, then t
       body: JSON.stringify(FOREVER),
     });
     assert.equal(res.status, 200);
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let text = "";
-    while (!text.includes('"delta":{"content":')) text += (await reader.read()).value ?? "";
-    engine.kill("killed by the test");
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += value;
-    }
-    const fs = text.split("\n\n").filter(Boolean);
-    assert.equal(fs.at(-1), "data: [DONE]");
-    const err = errorOf(JSON.parse(fs.at(-2)!.slice(6)));
+    const err = await errorAfterCut(res, () => engine.kill("killed by the test"));
     assert.equal(err.code, "engine_failed");
     assert.match(err.message, /chat-tiny/);
     assert.equal(engine.failed(), true);
