@@ -53,6 +53,8 @@ class WorkerLink {
   #onLoaded?: { resolve: (info: unknown) => void; reject: (e: Error) => void };
   #onDisposed?: () => void;
   readonly #failureListeners: ((reason: string) => void)[] = [];
+  /** Set once dispose() began: the runner's exit after it is expected, not a failure to log. */
+  #disposing = false;
   /** What the model holds, as the compute side last reported (after its load and after each request). */
   memoryBytes = 0;
   /** The runner's resident memory, as it last reported (processes only; 0 for a worker). */
@@ -64,8 +66,11 @@ class WorkerLink {
   open(isolation: Isolation, req: LoadRequest): void {
     const events = {
       message: (m: GuestMessage) => this.#receive(m),
-      died: (reason: string) =>
-        this.fail(new EngineFailed(`The model \`${this.entry.id}\` stopped: ${reason}.`)),
+      died: (reason: string) => {
+        if (!this.#disposing) {
+          this.fail(new EngineFailed(`The model \`${this.entry.id}\` stopped: ${reason}.`));
+        }
+      },
     };
     this.#transport = isolation === "thread"
       ? threadTransport(`model ${this.entry.id}`, events)
@@ -203,6 +208,7 @@ class WorkerLink {
     if (this.#dead) return;
     // From here on its end is ours, not a crash (a runner exits once it has freed its model).
     this.#failureListeners.length = 0;
+    this.#disposing = true;
     const done = new Promise<void>((resolve) => this.#onDisposed = resolve);
     this.#send({ t: "dispose" });
     let timer: ReturnType<typeof setTimeout> | undefined;
