@@ -27,7 +27,9 @@ export class SqliteStore implements ResponseStore {
   private constructor(readonly path: string, readonly retention: Retention) {
     this.description = `sqlite ${path}`;
     this.#db = new DatabaseSync(path);
-    this.#db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
+    // Another server on the same data folder (one still shutting down while its successor starts) may hold
+    // the file's lock for a moment: wait for it rather than fail the start with "database is locked".
+    this.#db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
     this.#db.exec(SCHEMA);
   }
 
