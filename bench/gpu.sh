@@ -55,7 +55,7 @@ stamp "this server's shim against that build"
 LIB=$BUILD/oai-lib
 mkdir -p "$LIB"
 find "$BUILD/bin" -maxdepth 1 -name '*.so*' -exec cp -P {} "$LIB/" \;
-cc -O3 -fno-trapping-math -shared -fPIC -std=c11 -Wall -I "$LLAMA_SRC/include" -I "$LLAMA_SRC/ggml/include" \
+cc -O3 -fno-trapping-math -ffp-contract=off -shared -fPIC -std=c11 -Wall -I "$LLAMA_SRC/include" -I "$LLAMA_SRC/ggml/include" \
   native/llama_shim.c -o "$LIB/libllama_shim.so" -L"$LIB" -lllama -lggml -lggml-base -lpthread -lm \
   -Wl,-rpath,'$ORIGIN'
 

@@ -122,6 +122,8 @@ async function buildShim(libDir: string): Promise<void> {
     // The sampler's exponentials vectorize only so (native/sampling.h).
     "-O3",
     "-fno-trapping-math",
+    // Each float step of the sampler rounds as the JavaScript twin's does: no fused multiply-adds.
+    "-ffp-contract=off",
     "-I",
     HEADERS_DIR,
     join(NATIVE_DIR, "llama_shim.c"),

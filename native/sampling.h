@@ -1,13 +1,16 @@
 /*
  * Owns the native twin of src/chat/sampler.ts's hot path: one token drawn from a row of logits at a
  * temperature, with top-k / top-p, driven by the same xoshiro128** state the JavaScript Rng holds (passed in
- * and advanced in place). Same arithmetic (doubles, each weight rounded to float as the Float32Array scratch
- * does) up to rounding: the exponential may differ from V8's in the last bit or two (smp_exp), which changes a
- * float weight about once in 1e8, and sums are taken in lanes (smp_weights); either moves a draw only when it
- * lands within ~1e-14 of a boundary, so a seeded request draws the same tokens on either side.
- * Why native: the JavaScript loop costs ~0.56 ms per token over a 49k vocabulary (2.2 ms over 152k), and
- * top-p on a flat distribution sorts the vocabulary with a comparator (16 ms); native, the exponentials run
- * in vector lanes, and top-p uses a radix sort.
+ * and advanced in place). Bit for bit the same arithmetic as the JavaScript: each weight is a float computed
+ * by the same float steps (smp_expf; JavaScript rounds every step with Math.fround), the total is summed in
+ * the same blocks and lanes, and the draw skips and walks the same way, so a seeded request draws the same
+ * tokens on either side (src/engines/llama/sample_kernel_test.ts).
+ * Why native: the JavaScript loop costs ~2 ms per token over a 152k vocabulary; here the exponentials run
+ * in float vector lanes (16 with AVX-512), ~0.05 ms, and top-p uses a radix sort instead of a comparator.
+ * Why float: an exponential in doubles (the first version, to an ulp of Math.exp) cost 0.5 ms over 152k
+ * tokens, a quarter of a 0.5B model's token on a GPU; a float weight is what both sides kept anyway.
+ * Built without contracting multiply-adds (ISO C mode, -ffp-contract=off): each step must round as
+ * JavaScript's does.
  */
 #ifndef OAI_SAMPLING_H
 #define OAI_SAMPLING_H
@@ -44,101 +47,99 @@ static int32_t smp_argmax(const float * x, int32_t n) {
     return best;
 }
 
+/** Below this a weight is 0 (e^-80 is 2e-35 of the most likely token's: it cannot change a draw). */
+#define SMP_EXP_FLOOR -80.0f
+
 /**
- * exp(x) for x <= 0 within about an ulp of the correctly rounded value, written so the compiler vectorizes a
- * loop of it (no branches, no calls): x = k ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 in two parts), e^r by
- * its Taylor series to r^13 (truncation below 1e-17), times 2^k built from bits. Below -708 (and -inf) it is
- * 0: e^-708 is 3e-308, which rounds to 0 as a float weight and cannot change a total of at least 1.
- * libm's exp is a call per element (~6 ns); this is a few multiply-adds per lane.
+ * exp(x) for x <= 0 in float steps, each rounded to float (the JavaScript twin, expf32 in sampler.ts, rounds
+ * each with Math.fround and gets the same bits): x = k ln2 + r (Cody-Waite, ln2 in two parts, the first
+ * exact in 16 bits so k * ln2_hi is exact), e^r by its Taylor series to r^7 (|r| <= ln2/2: truncation 5e-9),
+ * times 2^k built from bits. Below SMP_EXP_FLOOR (and -inf) it is 0. No branches or calls: vectorizes.
  */
-static inline double smp_exp(double x) {
-    const double ln2_hi = 6.93147180369123816490e-01;
-    const double ln2_lo = 1.90821492927058770002e-10;
-    const double inv_ln2 = 1.44269504088896338700e+00;
-    const double shifter = 6755399441055744.0; /* 0x1.8p52: adding it rounds to an integer in the low bits */
-    const double xc = x < -708.0 ? -708.0 : x;
-    const double t = xc * inv_ln2 + shifter;
-    const double kd = t - shifter;
-    const double r = (xc - kd * ln2_hi) - kd * ln2_lo;
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+static inline float smp_expf(float x) {
+    const float log2e = (float) 1.4426950408889634074;
+    const float shifter = 12582912.0f; /* 0x1.8p23: adding it rounds to an integer in the low bits */
+    const float ln2_hi = 0.693145751953125f;
+    const float ln2_lo = (float) (0.69314718055994530942 - 0.693145751953125);
+    const float xc = x < SMP_EXP_FLOOR ? SMP_EXP_FLOOR : x;
+    const float t = xc * log2e + shifter;
+    const float kf = t - shifter;
+    const float r = (xc - kf * ln2_hi) - kf * ln2_lo;
+    float p = (float) (1.0 / 5040.0);
+    p = p * r + (float) (1.0 / 720.0);
+    p = p * r + (float) (1.0 / 120.0);
+    p = p * r + (float) (1.0 / 24.0);
+    p = p * r + (float) (1.0 / 6.0);
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
     // t's low bits hold k (two's complement): shifted into the exponent field, the shifter's own bits fall off.
-    uint64_t tb;
-    memcpy(&tb, &t, 8);
-    const uint64_t bits = (tb + 1023) << 52;
-    double scale;
-    memcpy(&scale, &bits, 8);
-    return x < -708.0 ? 0.0 : p * scale;
+    uint32_t tb;
+    memcpy(&tb, &t, 4);
+    const uint32_t bits = (tb + 127u) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return x < SMP_EXP_FLOOR ? 0.0f : p * scale;
 }
 
 /** Tokens per block of the weight sums (the draw skips whole blocks, then walks one). */
 #define SMP_BLOCK 256
+/** Lanes of a block's sum: token i adds to lane i % SMP_LANES; the lanes fold in halves (j += j + half). */
+#define SMP_LANES 16
 
 /**
- * For each block of SMP_BLOCK tokens: w[i] = (float) smp_exp((logits[i] - max) * inv), and the block's sums of
- * the exact weights (`bv`, for the total) and of the float ones (`bw`, what the draw subtracts), each summed in
- * four lanes. The lanes change the order of the additions against the JavaScript loop's one chain, so a sum
- * differs from it by rounding (~1e-16 relative): a draw falls on another token only when it lands that close
- * to a boundary. One chain over 152k tokens was half of the sampler's time (latency-bound adds). Vectorized
- * with AVX2 where the CPU has it; the shim is built with -O3 -fno-trapping-math, without which GCC keeps the
- * selects as branches.
+ * For each block of SMP_BLOCK tokens: w[i] = smp_expf((logits[i] - max) * inv), and the block's sum of the
+ * weights in doubles, in four lanes ((l0 + l1) + (l2 + l3)), as the JavaScript does: one chain of adds over
+ * 152k tokens was latency-bound. Vectorized for AVX-512 or AVX2 where the CPU has them; the shim is built
+ * with -O3 -fno-trapping-math, without which GCC keeps the selects as branches.
  */
-__attribute__((target_clones("avx2", "default"))) static void smp_weights(const float * logits, int32_t n,
-                                                                         double max, double inv, float * w,
-                                                                         double * bv, double * bw) {
-    double v[SMP_BLOCK];
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void smp_weights(const float * logits, int32_t n,
+                                                                                  float max, float inv, float * w,
+                                                                                  double * bw) {
     for (int32_t b = 0; b * SMP_BLOCK < n; b++) {
         const int32_t start = b * SMP_BLOCK;
         const int32_t len = n - start < SMP_BLOCK ? n - start : SMP_BLOCK;
         const float * l = logits + start;
         float * wb = w + start;
-        for (int32_t i = 0; i < len; i++) v[i] = smp_exp(((double) l[i] - max) * inv);
-        for (int32_t i = 0; i < len; i++) wb[i] = (float) v[i];
-        double a[4] = { 0, 0, 0, 0 };
-        double c[4] = { 0, 0, 0, 0 };
+        for (int32_t i = 0; i < len; i++) wb[i] = smp_expf((l[i] - max) * inv);
+        double c[SMP_LANES] = { 0 };
         int32_t i = 0;
-        for (; i + 4 <= len; i += 4) {
-            for (int j = 0; j < 4; j++) {
-                a[j] += v[i + j];
-                c[j] += (double) wb[i + j];
-            }
+        for (; i + SMP_LANES <= len; i += SMP_LANES) {
+            for (int j = 0; j < SMP_LANES; j++) c[j] += (double) wb[i + j];
         }
-        for (; i < len; i++) {
-            a[0] += v[i];
-            c[0] += (double) wb[i];
+        for (; i < len; i++) c[i % SMP_LANES] += (double) wb[i];
+        for (int half = SMP_LANES / 2; half > 0; half /= 2) {
+            for (int j = 0; j < half; j++) c[j] += c[j + half];
         }
-        bv[b] = (a[0] + a[1]) + (a[2] + a[3]);
-        bw[b] = (c[0] + c[1]) + (c[2] + c[3]);
+        bw[b] = c[0];
     }
 }
 
-/** The largest logit, in eight lanes (one chain of compares over 152k tokens is latency-bound too). */
-__attribute__((target_clones("avx2", "default"))) static double smp_max(const float * x, int32_t n) {
-    float m[8] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY };
+/**
+ * The largest logit (NaN never wins), in sixteen lanes: one chain of compares over 152k tokens is
+ * latency-bound, and GCC keeps a compare-select reduction scalar unless told NaN cannot occur, so NaN is
+ * turned into -inf first (a bit test the vector units do) and the select then vectorizes as max.
+ */
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("finite-math-only", "no-signed-zeros")))
+static float smp_max(const float * x, int32_t n) {
+    float m[16];
+    for (int j = 0; j < 16; j++) m[j] = -INFINITY;
     int32_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int j = 0; j < 8; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    for (; i + 16 <= n; i += 16) {
+        for (int j = 0; j < 16; j++) {
+            uint32_t bits;
+            memcpy(&bits, &x[i + j], 4);
+            const float v = (bits & 0x7fffffffu) > 0x7f800000u ? -INFINITY : x[i + j];
+            m[j] = v > m[j] ? v : m[j];
+        }
     }
-    for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
-    float best = m[0];
-    for (int j = 1; j < 8; j++) best = m[j] > best ? m[j] : best;
+    float best = -INFINITY;
+    for (; i < n; i++) best = x[i] > best ? x[i] : best;
+    for (int j = 0; j < 16; j++) best = m[j] > best ? m[j] : best;
     return best;
 }
 
 /** Per-thread scratch (each model's worker is a thread), grown to the largest vocabulary seen. */
-static __thread double * smp_bv;
 static __thread double * smp_bw;
 static __thread float * smp_w;
 static __thread uint32_t * smp_a;
@@ -154,11 +155,9 @@ static int smp_reserve(int32_t n) {
     uint32_t * b = (uint32_t *) realloc(smp_b, sizeof(uint32_t) * (size_t) n);
     if (b) smp_b = b;
     const size_t blocks = (size_t) n / SMP_BLOCK + 1;
-    double * bv = (double *) realloc(smp_bv, sizeof(double) * blocks);
-    if (bv) smp_bv = bv;
     double * bw = (double *) realloc(smp_bw, sizeof(double) * blocks);
     if (bw) smp_bw = bw;
-    if (!w || !a || !b || !bv || !bw) return 0;
+    if (!w || !a || !b || !bw) return 0;
     smp_cap = n;
     return 1;
 }
@@ -206,13 +205,13 @@ static int32_t smp_sample(const float * logits, int32_t n, double temperature, i
                           uint32_t * rng) {
     if (!smp_reserve(n)) return -1;
     float * w = smp_w;
-    const double max = smp_max(logits, n);
+    const float max = smp_max(logits, n);
     if (max == -INFINITY) return smp_argmax(logits, n);
-    const double inv = 1.0 / temperature;
-    smp_weights(logits, n, max, inv, w, smp_bv, smp_bw);
+    const float inv = (float) (1.0 / temperature);
+    smp_weights(logits, n, max, inv, w, smp_bw);
     const int32_t blocks = (n + SMP_BLOCK - 1) / SMP_BLOCK;
     double total = 0;
-    for (int32_t b = 0; b < blocks; b++) total += smp_bv[b];
+    for (int32_t b = 0; b < blocks; b++) total += smp_bw[b];
     const int use_top_k = top_k > 0 && top_k < n;
     if (top_p >= 1 && !use_top_k) {
         // As the JavaScript walk (r less each weight until it goes below 0), skipping whole blocks r outlasts.

@@ -40,6 +40,18 @@ export const SHAPES: Record<string, Shape> = {
     tied: false,
     context: 32768,
   },
+  // Qwen's vocabulary on a body too small to matter: a token costs little more than the output row and the
+  // sampler over 151936 logits, so a server's own per-token work (which a GPU leaves exposed) shows on a CPU.
+  "qwen-vocab-tiny": {
+    vocab: 151936,
+    hidden: 64,
+    layers: 2,
+    heads: 4,
+    kvHeads: 2,
+    ffn: 256,
+    tied: true,
+    context: 4096,
+  },
 };
 
 const CHATML =
