@@ -146,7 +146,14 @@ Deno.test("native sampler: draws follow the JavaScript sampler's distribution", 
   for (const temperature of [0.5, 1, 1.7]) {
     const native = new Sampler(n, (l, t, k, p, s) => sym.lshim_sample(l, l.length, t, k, p, s));
     const js = new Sampler(n);
-    const p = { temperature, topP: 1, topK: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: new Map() };
+    const p = {
+      temperature,
+      topP: 1,
+      topK: 0,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      logitBias: new Map(),
+    };
     const a = new Rng(7n);
     const b = new Rng(7n);
     const countA = new Array(n).fill(0);
@@ -158,8 +165,14 @@ Deno.test("native sampler: draws follow the JavaScript sampler's distribution", 
     for (let i = 0; i < n; i++) {
       const expect = z[i] / sum * N;
       const slack = 5 * Math.sqrt(expect) + 1;
-      assert.ok(Math.abs(countA[i] - expect) < slack, `native token ${i} at ${temperature}: ${countA[i]} vs ${expect}`);
-      assert.ok(Math.abs(countB[i] - expect) < slack, `js token ${i} at ${temperature}: ${countB[i]} vs ${expect}`);
+      assert.ok(
+        Math.abs(countA[i] - expect) < slack,
+        `native token ${i} at ${temperature}: ${countA[i]} vs ${expect}`,
+      );
+      assert.ok(
+        Math.abs(countB[i] - expect) < slack,
+        `js token ${i} at ${temperature}: ${countB[i]} vs ${expect}`,
+      );
     }
   }
 });
