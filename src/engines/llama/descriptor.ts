@@ -18,6 +18,8 @@ export const LLAMA: BackendDescriptor = {
   loadFiles: (entry) => Promise.resolve([ggufFile(entry)]),
   runnerNeeds: ({ llamaLib }) => ({
     ffi: [NATIVE_BUILD, ...(llamaLib ? [llamaLib, dirname(llamaLib)] : [])],
+    // --llama-lib outside the checkout: the loader looks for the shim there before opening it.
+    read: llamaLib ? [llamaLib] : [],
   }),
   load: async (task, entry, ctx) => {
     const llama = await import("./mod.ts");
