@@ -355,13 +355,14 @@ export class LlamaChat implements ChatBackend {
     let running: Slot | undefined;
     let saved: Saved | undefined;
     let best = commonPrefix(slot.tokens, target);
+    const onGpu = this.#placement.gpuLayers > 0;
     for (const s of this.#slots) {
       const len = s !== slot && s.active ? commonPrefix(s.tokens, target) : 0;
-      if (len > best) best = len, running = s;
+      if (len > best && worthCopying(len, s.tokens.length, onGpu)) best = len, running = s;
     }
     for (const c of this.#saved) {
       const len = commonPrefix(c.tokens, target);
-      if (len > best) best = len, saved = c, running = undefined;
+      if (len > best && worthCopying(len, c.tokens.length, onGpu)) best = len, saved = c, running = undefined;
     }
     let reuse = Math.min(best, target.length - 1);
     // Whatever is held past the prefix is cut; a memory that cannot cut (a recurrent state) reads it all.
@@ -443,6 +444,18 @@ export class LlamaChat implements ChatBackend {
     if (slot.tokens.length) this.ctx.seqRm(slot.id, 0, -1);
     slot.tokens = [];
   }
+}
+
+/**
+ * Whether `len` tokens of a prefix are worth copying `held` cells for (another stream's cells copy whole, a
+ * saved state restores whole, and then both are cut to the prefix): when the prefix is at least half of what
+ * is copied, or long anyway. Prompts that share only a chat template's opening (a few tokens) read anew: on a
+ * GPU a 7B model's 300 saved cells are ~35 MB copied from host memory for 3 tokens' work, which its GPU reads
+ * in well under the copy's time (llama-server, too, reuses a slot's cells only for a prompt at least half
+ * similar). On a CPU reading is slow and a copy is a memcpy: 32 tokens are worth any copy.
+ */
+export function worthCopying(len: number, held: number, onGpu: boolean): boolean {
+  return len * 2 >= held || len >= (onGpu ? 256 : 32);
 }
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {

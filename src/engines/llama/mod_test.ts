@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { memoryLogger } from "../../log.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadLlamaChat, loadLlamaEmbedding } from "./mod.ts";
+import { worthCopying } from "./chat.ts";
 
 const MODELS = fileURLToPath(new URL("../../../models/generated/", import.meta.url));
 
@@ -83,6 +84,39 @@ Deno.test("llama chat: the prompt cache lives in host memory, counted, and a lat
   } finally {
     await chat.dispose();
   }
+});
+
+Deno.test("llama chat: a prompt sharing only a template's opening with held cells reads anew, no copy", async () => {
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(2));
+  try {
+    const first = chat.render([{ role: "user", content: "Hi there! How are you doing today, my friend? ".repeat(4) }]);
+    const a = chat.open();
+    await chat.prefill(a, first);
+    chat.close(a);
+    // Another conversation: the same template opening, then different words. A saved state of the whole
+    // first prompt is not restored for those few tokens (nor is a running stream's copied).
+    const other = chat.render([{ role: "user", content: "Bye now." }]);
+    const shared = first.findIndex((t, i) => t !== other[i]);
+    assert.ok(shared > 0 && shared * 2 < first.length, `shared ${shared} of ${first.length}`);
+    const b = chat.open();
+    assert.equal((await chat.prefill(b, other)).cachedTokens, 0);
+    const c = chat.open();
+    assert.equal((await chat.prefill(c, first)).cachedTokens, first.length - 1);
+    chat.close(b);
+    chat.close(c);
+  } finally {
+    await chat.dispose();
+  }
+});
+
+Deno.test("llama chat: a copy is worth it for at least half of what it copies, or a long prefix", () => {
+  for (const gpu of [true, false]) {
+    assert.equal(worthCopying(3, 314, gpu), false);
+    assert.equal(worthCopying(157, 314, gpu), true);
+    assert.equal(worthCopying(256, 4000, gpu), true);
+  }
+  assert.equal(worthCopying(100, 2000, true), false);
+  assert.equal(worthCopying(100, 2000, false), true);
 });
 
 Deno.test("llama chat: a prompt that fails in a later chunk leaves no cells for the slot's next sequence", async () => {
