@@ -158,13 +158,14 @@ static void * cpu_proc(const char * name) {
  * `threadpool_out` the
  * context's ggml thread pool (0 if none), for lshim_context_free.
  */
-LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_seq_max,
+LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_ubatch,
+                                               int n_seq_max,
                                                int n_threads, int embeddings, int pooling, int cpu_only,
                                                int unified, double * bytes, uint64_t * threadpool_out) {
     struct llama_context_params p = llama_context_default_params();
     p.n_ctx = (uint32_t) n_ctx;
     p.n_batch = (uint32_t) n_batch;
-    p.n_ubatch = (uint32_t) n_batch;
+    p.n_ubatch = (uint32_t) n_ubatch;
     p.n_seq_max = (uint32_t) n_seq_max;
     p.n_threads = n_threads;
     p.n_threads_batch = n_threads;

@@ -42,6 +42,16 @@ const ModelSpec = z.object({
     message: "must be an integer >= -1 (-1: all layers that fit on the GPU, 0: none)",
     path: ["options", "gpu_layers"],
   },
+).refine(
+  // llama.cpp's n_batch: tokens one llama_decode takes (llama-server's -b).
+  (m) => {
+    const n = m.options?.batch_size;
+    return n === undefined || (typeof n === "number" && Number.isInteger(n) && n >= 32 && n <= 65536);
+  },
+  {
+    message: "must be an integer from 32 to 65536 (tokens one llama_decode call takes)",
+    path: ["options", "batch_size"],
+  },
 );
 
 const ManifestSchema = z.object({

@@ -61,6 +61,17 @@ Deno.test("manifest: bad shapes name the field", () => {
   );
 });
 
+Deno.test("manifest: options.batch_size is an integer from 32 to 65536, for llama.cpp models only", () => {
+  for (const bad of [0, 31, 512.5, "512", 70000]) {
+    const json = { models: { x: { task: "chat", path: "a.gguf", options: { batch_size: bad } } } };
+    assert.throws(() => parseManifest(json, "/models", "auto"), /models\.x\.options\.batch_size/);
+  }
+  const json = { models: { x: { task: "chat", path: "a.gguf", options: { batch_size: 512 } } } };
+  assert.equal(parseManifest(json, "/models", "auto").entries.get("x")!.options.batch_size, 512);
+  const onnx = { models: { x: { task: "chat", path: "onnx-folder", options: { batch_size: 512 } } } };
+  assert.throws(() => parseManifest(onnx, "/models", "auto"), /batch_size/);
+});
+
 Deno.test("manifest: options.gpu_layers is an integer of at least -1", () => {
   for (const bad of [-2, 1.5, "all", true]) {
     const json = { models: { x: { task: "chat", path: "a.gguf", options: { gpu_layers: bad } } } };

@@ -12,7 +12,7 @@ export const LLAMA: BackendDescriptor = {
   kind: "llama.cpp",
   tasks: ["chat", "embedding"],
   claims: (task, file) => task !== "transcription" && !!file?.toLowerCase().endsWith(".gguf"),
-  ownOptions: ["gpu_layers", "file", "context_length"],
+  ownOptions: ["gpu_layers", "file", "context_length", "batch_size"],
   layout: { kind: "file", pattern: /\.gguf$/i },
   pullFormat: GGUF_FORMAT,
   loadFiles: (entry) => Promise.resolve([ggufFile(entry)]),

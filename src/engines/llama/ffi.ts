@@ -10,7 +10,7 @@ const SYMBOLS = {
   lshim_devices: { parameters: ["buffer", "i32"], result: "i32" },
   lshim_model_load: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer" },
   lshim_context: {
-    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
+    parameters: ["pointer", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "buffer", "buffer"],
     result: "pointer",
   },
   lshim_context_free: { parameters: ["pointer", "u64", "i32"], result: "void" },
@@ -267,7 +267,10 @@ export class LlamaModel {
 
 export interface ContextOptions {
   nCtx: number;
+  /** Tokens one llama_decode call takes (llama.cpp computes them in micro-batches of uBatch). */
   nBatch: number;
+  /** Tokens of one micro-batch (n_ubatch; default nBatch). */
+  uBatch?: number;
   nSeqMax: number;
   threads: number;
   embeddings: boolean;
@@ -304,6 +307,7 @@ export class LlamaContext {
       model.ptr,
       opts.nCtx,
       opts.nBatch,
+      opts.uBatch ?? opts.nBatch,
       opts.nSeqMax,
       opts.threads,
       opts.embeddings ? 1 : 0,

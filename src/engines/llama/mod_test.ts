@@ -121,12 +121,13 @@ Deno.test("llama chat: a copy is worth it for at least half of what it copies, o
 
 Deno.test("llama chat: a prompt that fails in a later chunk leaves no cells for the slot's next sequence", async () => {
   const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
-  const chat = await loadLlamaChat(entry("chat", path), ctx(1));
+  const small = { ...entry("chat", path), options: { batch_size: 512 } };
+  const chat = await loadLlamaChat(small, ctx(1));
   const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
   try {
     const ids = (len: number, from: number) =>
       Array.from({ length: len }, (_, i) => 100 + ((from + i) % 500));
-    // A prompt longer than one batch (512) is read in two rounds; the second llama_decode fails.
+    // A prompt longer than one batch (batch_size 512) is read in two rounds; the second llama_decode fails.
     const decode = chat.ctx.decode.bind(chat.ctx);
     let calls = 0;
     chat.ctx.decode = (...args) => calls++ === 1 ? -3 : decode(...args);
