@@ -27,7 +27,6 @@ interface Work {
 
 /** llama_decode's "no room in the KV cache" (a sequence's stream holds its context length: not expected). */
 export const NO_KV_ROOM = 1;
-const TRACE = Deno.env.get("OAI_TRACE_ROUNDS") === "1";
 
 /**
  * Prompt tokens read as one cohort: waiting prompts join the cohort in arrival order while their tokens fit
@@ -143,9 +142,7 @@ export class DecodeBatcher {
       // A view handed out earlier keeps the old buffer alive, unchanged: its sequence can still read it.
       this.#logits = new Float32Array(rows * this.nVocab);
     }
-    const t0 = performance.now();
     const rc = this.#decode(n);
-    if (TRACE) console.error(`round steps=${stepRows} tokens=${n} finishing=${finishing.length} queue=${this.#queue.length} decode=${(performance.now() - t0).toFixed(1)}ms at=${t0.toFixed(1)}`);
     if (rc !== 0) {
       const err = new Error(
         rc === NO_KV_ROOM
