@@ -17,6 +17,7 @@ const BENCHES = [
   "constrained_decode",
   "load",
   "isolation",
+  "sampler",
 ];
 const root = fileURLToPath(new URL("../", import.meta.url));
 

@@ -109,7 +109,7 @@ export class Sampler {
   readonly #weights: Float32Array;
   readonly #order: Uint32Array;
 
-  /** `kernel`: the backend's native twin of sample() at temperature > 0 (same draws, several times faster). */
+  /** `kernel`: the backend's native twin of sample() at temperature > 0 (same draws to ~1e-7, much faster). */
   constructor(vocabSize: number, private readonly kernel?: SampleKernel) {
     this.#weights = new Float32Array(vocabSize);
     this.#order = new Uint32Array(vocabSize);
