@@ -89,7 +89,10 @@ Deno.test("llama chat: the prompt cache lives in host memory, counted, and a lat
 Deno.test("llama chat: a prompt sharing only a template's opening with held cells reads anew, no copy", async () => {
   const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(2));
   try {
-    const first = chat.render([{ role: "user", content: "Hi there! How are you doing today, my friend? ".repeat(4) }]);
+    const first = chat.render([{
+      role: "user",
+      content: "Hi there! How are you doing today, my friend? ".repeat(4),
+    }]);
     const a = chat.open();
     await chat.prefill(a, first);
     chat.close(a);
