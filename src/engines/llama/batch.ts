@@ -1,9 +1,10 @@
 // Owns continuous batching for one llama.cpp context: every sequence that wants a token decoded (a decode step)
 // or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode holding every waiting
-// step and up to a batch of prompt tokens. Prompts are read as cohorts: the prompts of a burst (in arrival
-// order, up to PROMPT_COHORT tokens) share every round's prompt budget equally, so they finish together as they
-// would in one big batch (llama-server's n_batch), while running streams still get a token every round (the
-// budget is a batch, not the whole cohort). Rows go in by sequence id: with one KV stream per sequence,
+// step and up to a batch of prompt tokens (llama.cpp computes it in micro-batches). Prompts are read as
+// cohorts: the prompts of a burst (in arrival order, up to PROMPT_COHORT tokens) share every round's prompt
+// budget equally, so they finish together as they would in one big batch (llama-server's n_batch), while
+// running streams still get a token every round: with streams running, a round reads only what the model
+// reads in STALL_MS (at least a micro-batch), so a slow model's streams are not held for seconds. Rows go in by sequence id: with one KV stream per sequence,
 // llama.cpp splits a batch into micro-batches of consecutive sequence ids, so sorted rows make as few of them
 // as possible.
 // A round starts as a macrotask, after the sequences resolved by the previous round have sampled and queued
@@ -35,6 +36,9 @@ export const NO_KV_ROOM = 1;
  */
 export const PROMPT_COHORT = 2048;
 
+/** How long a running stream may wait between two tokens for a round that reads prompts (see #promptBudget). */
+export const STALL_MS = 150;
+
 export class DecodeBatcher {
   readonly #queue: Work[] = [];
   #scheduled = false;
@@ -48,10 +52,18 @@ export class DecodeBatcher {
   /** One logits row per sequence id, each handed out as a view (no copy, no allocation per token). */
   #logits: Float32Array;
 
+  /** Prompt tokens a round decodes per second (a moving average over rounds of at least a micro-batch). */
+  #promptRate = 0;
+
+  /**
+   * `nBatch`: tokens a round takes at most; `uBatch`: the micro-batch llama.cpp computes them in, and the
+   * least a round reads of prompts while streams run (see #promptBudget).
+   */
   constructor(
     private readonly ctx: LlamaContext,
     private readonly nBatch: number,
     private readonly nVocab: number,
+    private readonly uBatch = nBatch,
   ) {
     this.#tokens = new Int32Array(nBatch);
     this.#pos = new Int32Array(nBatch);
@@ -100,7 +112,7 @@ export class DecodeBatcher {
     const take = new Map<Work, number>();
     const stepRows = Math.min(steps.length, this.nBatch);
     for (const w of steps.slice(0, stepRows)) take.set(w, 1);
-    let budget = this.nBatch - stepRows;
+    let budget = Math.max(0, (stepRows ? this.#promptBudget() : this.nBatch) - stepRows);
     const left = (w: Work) => w.tokens.length - w.done - (take.get(w) ?? 0);
     // Equal shares, never one token more for some: llama.cpp splits a batch into micro-batches of sequences
     // with the same token count (one KV stream each), so 47 tokens for six prompts and 46 for five cost one
@@ -142,7 +154,13 @@ export class DecodeBatcher {
       // A view handed out earlier keeps the old buffer alive, unchanged: its sequence can still read it.
       this.#logits = new Float32Array(rows * this.nVocab);
     }
+    const started = performance.now();
     const rc = this.#decode(n);
+    const prompt = n - stepRows;
+    if (rc === 0 && prompt >= this.uBatch / 2) {
+      const rate = n / Math.max(1e-3, (performance.now() - started) / 1000);
+      this.#promptRate = this.#promptRate ? 0.7 * this.#promptRate + 0.3 * rate : rate;
+    }
     if (rc !== 0) {
       const err = new Error(
         rc === NO_KV_ROOM
@@ -176,6 +194,18 @@ export class DecodeBatcher {
       if (!this.#closed) this.#round();
     };
     setImmediate(afterNext ? () => setImmediate(run) : run);
+  }
+
+  /**
+   * Tokens a round takes while streams are running: what the model reads in STALL_MS (its measured rate),
+   * between a micro-batch and a batch. A batch of 2048 (llama-server's n_batch) reads a burst's prompts
+   * together: ~0.1 s on a GPU, but ~2.5 s for a 135M model on 2 CPU cores, which every running stream would
+   * wait between two tokens; so a slow model's running streams get a token every micro-batch instead.
+   */
+  #promptBudget(): number {
+    if (!this.#promptRate) return this.uBatch;
+    const fits = Math.floor(this.#promptRate * STALL_MS / 1000);
+    return Math.min(this.nBatch, Math.max(this.uBatch, fits));
   }
 
   #decode(n: number): number {

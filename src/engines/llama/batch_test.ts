@@ -206,3 +206,46 @@ Deno.test("what a resolved sequence schedules goes before the next round of work
   assert.ok(ctx.rounds.length >= 3);
   assert.equal(postedAfterRounds, 1);
 });
+
+/** A context whose llama_decode takes `msPerToken` of busy time per token (a model of known speed). */
+class TimedContext extends RecordingContext {
+  constructor(private readonly msPerToken: number) {
+    super();
+  }
+  override decode(
+    tokens: Int32Array,
+    pos: Int32Array,
+    seq: Int32Array,
+    output: Int32Array,
+    logits: Float32Array,
+  ): number {
+    const until = performance.now() + tokens.length * this.msPerToken;
+    while (performance.now() < until) { /* the model computing */ }
+    return super.decode(tokens, pos, seq, output, logits);
+  }
+}
+
+Deno.test("rounds of a batch read prompts while no stream runs; running streams wait STALL_MS at most", async () => {
+  // 0.2 ms a token: 150 ms hold 750 tokens; 0.01 ms: 15000, so the whole batch.
+  for (const [msPerToken, least, most] of [[0.2, 512, 900], [0.01, 2048, 2048]] as const) {
+    const ctx = new TimedContext(msPerToken);
+    const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
+    // A burst of four 600-token prompts with no stream running: one round takes the batch.
+    await Promise.all([0, 1, 2, 3].map((s) => b.submit(s, range(600), 0)));
+    assert.deepEqual(ctx.rounds.map((r) => r.seq.length).slice(0, 2), [2048, 352]);
+    // Now a stream runs while a long prompt is read: each round holds its step and what the model reads in
+    // STALL_MS (measured), at least a micro-batch.
+    ctx.rounds = [];
+    let steps = 0;
+    const running = (async () => {
+      for (let i = 0; i < 6; i++) await b.submit(0, [1], 600 + i), steps++;
+    })();
+    await b.submit(1, range(3000), 600);
+    await running;
+    const sizes = ctx.rounds.filter((r) => r.seq.includes(1) && r.seq.includes(0)).map((r) => r.seq.length);
+    // (The last round holds what was left of the prompt.)
+    const full = sizes.slice(0, -1);
+    assert.ok(full.length >= 1 && full.every((n) => n >= least && n <= most), `${msPerToken}: ${sizes}`);
+    assert.equal(steps, 6);
+  }
+});

@@ -159,11 +159,7 @@ export class LlamaChat implements ChatBackend {
       { length: ctx.opts.nSeqMax },
       (_, id) => ({ id, tokens: [], active: false, keep: false }),
     );
-    this.batcher = new DecodeBatcher(
-      ctx,
-      opts.nBatch,
-      info.nVocab,
-    );
+    this.batcher = new DecodeBatcher(ctx, opts.nBatch, info.nVocab, ctx.opts.uBatch);
     this.backend = opts.description;
     const sample = model.sym.lshim_sample;
     this.sampleKernel = (logits, temperature, topK, topP, rng) =>
