@@ -38,6 +38,10 @@ export const PROMPT_COHORT = 2048;
 
 /** How long a running stream may wait between two tokens for a round that reads prompts (see #promptBudget). */
 export const STALL_MS = 150;
+/** A prompt round with no stream running waits this share of its expected time for more prompts, ... */
+export const GATHER_SHARE = 0.02;
+/** ... at most this long (ms). */
+export const GATHER_MS = 50;
 
 export class DecodeBatcher {
   readonly #queue: Work[] = [];
@@ -193,7 +197,35 @@ export class DecodeBatcher {
       this.#scheduled = false;
       if (!this.#closed) this.#round();
     };
-    setImmediate(afterNext ? () => setImmediate(run) : run);
+    const gather = afterNext ? 0 : this.#gatherMs();
+    if (gather <= 0) return void setImmediate(afterNext ? () => setImmediate(run) : run);
+    // Waits again while the burst is still arriving (up to GATHER_MS in all): a lone request waits once.
+    let waited = 0;
+    let queued = this.#queue.length;
+    const wait = () => {
+      waited += gather;
+      setTimeout(() => {
+        if (this.#queue.length > queued && waited + gather <= GATHER_MS) {
+          queued = this.#queue.length;
+          wait();
+        } else run();
+      }, gather);
+    };
+    wait();
+  }
+
+  /**
+   * How long a round that only reads prompts (no stream running) waits for the rest of a burst: requests
+   * arriving together reach this thread a few ms apart (each parsed and sent on by the server), and a prompt
+   * that misses the first round waits all of it, then is read while the first streams run (on 2 CPU cores a
+   * 4-request burst's round is ~1 s: the late ones' first tokens came a round later and the early streams
+   * decoded ~20% slower). GATHER_SHARE of the round's expected time (nothing to speak of on a GPU, ~2% of a
+   * lone request's first token on a CPU), again while more prompts keep arriving, up to GATHER_MS in all.
+   */
+  #gatherMs(): number {
+    if (!this.#promptRate || this.#queue.some((w) => w.tokens.length - w.done === 1)) return 0;
+    const tokens = Math.min(this.nBatch, this.#queue.reduce((n, w) => n + w.tokens.length - w.done, 0));
+    return Math.min(GATHER_MS, (tokens / this.#promptRate) * 1000 * GATHER_SHARE);
   }
 
   /**

@@ -249,3 +249,17 @@ Deno.test("rounds of a batch read prompts while no stream runs; running streams 
     assert.equal(steps, 6);
   }
 });
+
+Deno.test("prompts of a burst arriving a few ms apart are read in one round (a slow model waits for them)", async () => {
+  const ctx = new TimedContext(1);
+  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
+  await b.submit(0, range(600), 0); // the model's speed, measured: 1 ms a token
+  ctx.rounds = [];
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  // Four prompts of 300 tokens, 2 ms apart: the first's round would take 300 ms, so it waits 6 ms for more,
+  // and again while they keep coming.
+  const done: Promise<unknown>[] = [];
+  for (let s = 1; s <= 4; s++) done.push(b.submit(s, range(300), 0)), await sleep(2);
+  await Promise.all(done);
+  assert.deepEqual(layout(ctx), ["1x300 2x300 3x300 4x300"]);
+});
