@@ -29,6 +29,8 @@ Deno.test("runner command: each runner gets only its engine's libraries; no net 
   assert.equal(flag(llama, "allow-write"), undefined);
   assert.equal(flag(llama, "allow-run"), undefined);
   assert.match(flag(llama, "allow-read")!, /\/models/);
+  // --llama-lib outside the checkout is read too (the shim is looked for there before it is opened).
+  assert.match(flag(llama, "allow-read")!, /\/opt\/llama\/lib/);
 
   const onnx = runnerCommand(request("transformers")).args;
   assert.match(flag(onnx, "allow-ffi")!, /native\/build\/ort/);
