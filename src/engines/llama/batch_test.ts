@@ -212,16 +212,10 @@ class TimedContext extends RecordingContext {
   constructor(private readonly msPerToken: number) {
     super();
   }
-  override decode(
-    tokens: Int32Array,
-    pos: Int32Array,
-    seq: Int32Array,
-    output: Int32Array,
-    logits: Float32Array,
-  ): number {
-    const until = performance.now() + tokens.length * this.msPerToken;
+  override decode(...args: Parameters<RecordingContext["decode"]>): number {
+    const until = performance.now() + args[0].length * this.msPerToken;
     while (performance.now() < until) { /* the model computing */ }
-    return super.decode(tokens, pos, seq, output, logits);
+    return super.decode(...args);
   }
 }
 
