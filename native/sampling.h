@@ -200,6 +200,50 @@ static uint32_t * smp_sort(const float * w, uint32_t * idx, uint32_t * tmp, int3
 }
 
 /**
+ * Keeps in `idx` (m token ids in id order, 0 < k < m) the tokens whose weight is at least the k-th largest's,
+ * still in id order, and returns how many (at least k): so sorting what is kept gives the full sort's first k.
+ * Positive floats order as their bits: a histogram of the top 11 bits finds the bucket of the k-th largest,
+ * a second one of the next 11 bits within it narrows the cut. Top-k over a flat distribution (random weights,
+ * where no candidate floor helps) sorted the whole vocabulary: 2.8 ms over 152k tokens.
+ */
+static int32_t smp_select(const float * w, uint32_t * idx, int32_t m, int32_t k) {
+    static __thread uint32_t count[2048];
+    memset(count, 0, sizeof(count));
+    for (int32_t i = 0; i < m; i++) {
+        uint32_t bits;
+        memcpy(&bits, &w[idx[i]], 4);
+        count[(bits >> 20) & 2047]++;
+    }
+    int32_t above = 0;
+    uint32_t b1 = 2047;
+    for (; b1 > 0; b1--) {
+        if (above + (int32_t) count[b1] >= k) break;
+        above += (int32_t) count[b1];
+    }
+    memset(count, 0, sizeof(count));
+    for (int32_t i = 0; i < m; i++) {
+        uint32_t bits;
+        memcpy(&bits, &w[idx[i]], 4);
+        if (((bits >> 20) & 2047) == b1) count[(bits >> 9) & 2047]++;
+    }
+    const int32_t need = k - above;
+    int32_t got = 0;
+    uint32_t b2 = 2047;
+    for (; b2 > 0; b2--) {
+        if (got + (int32_t) count[b2] >= need) break;
+        got += (int32_t) count[b2];
+    }
+    int32_t n = 0;
+    for (int32_t i = 0; i < m; i++) {
+        uint32_t bits;
+        memcpy(&bits, &w[idx[i]], 4);
+        const uint32_t hi = (bits >> 20) & 2047;
+        if (hi > b1 || (hi == b1 && ((bits >> 9) & 2047) >= b2)) idx[n++] = idx[i];
+    }
+    return n;
+}
+
+/**
  * The next token from (already biased / penalized / masked) logits at temperature > 0; top_k 0 = off,
  * top_p 1 = off. `rng` is the Rng's four state words, advanced by one draw. Returns -1 when out of memory.
  */
@@ -251,6 +295,8 @@ static int32_t smp_sample(const float * logits, int32_t n, double temperature, i
             }
         }
         if (floor >= 0 && m < k && mass < target) continue;
+        // Only the k best can be kept: sort those (and their ties), not every candidate.
+        if (k < m / 4) m = smp_select(w, smp_a, m, k);
         const uint32_t * cand = smp_sort(w, smp_a, smp_b, m);
         int32_t keep = 0;
         double kept = 0;
