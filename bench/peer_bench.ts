@@ -113,8 +113,13 @@ async function prefill(s: Server): Promise<{ tokens: number; perSecond: number }
   return { tokens, perSecond: best };
 }
 
-/** llama-bench's pp and tg tok/s on the file (same threads and GPU layers as the servers). */
-async function llamaBench(file: string): Promise<{ pp: number; tg: number } | undefined> {
+/**
+ * llama-bench's pp and tg tok/s on the file (same threads and GPU layers as the servers): tg from an empty
+ * context (the issue's baseline) and tg after --prompt-tokens cells (`-d`), the depth a measured stream
+ * decodes at: on a small model every token's attention over those cells is a third of its step, so only
+ * the second isolates what a server adds per token.
+ */
+async function llamaBench(file: string): Promise<Bench | undefined> {
   if (!values["llama-bench"]) return undefined;
   const args = [
     "-m",
@@ -123,6 +128,8 @@ async function llamaBench(file: string): Promise<{ pp: number; tg: number } | un
     values["prefill-tokens"]!,
     "-n",
     values["new-tokens"]!,
+    "-d",
+    `0,${values["prompt-tokens"]}`,
     "-t",
     THREADS,
     "-ngl",
@@ -138,12 +145,21 @@ async function llamaBench(file: string): Promise<{ pp: number; tg: number } | un
   const runs = JSON.parse(new TextDecoder().decode(out.stdout)) as {
     n_prompt: number;
     n_gen: number;
+    n_depth?: number;
     avg_ts: number;
   }[];
+  const tg = (deep: boolean) =>
+    runs.find((r) => r.n_gen > 0 && r.n_prompt === 0 && ((r.n_depth ?? 0) > 0) === deep)?.avg_ts ?? NaN;
   return {
-    pp: runs.find((r) => r.n_prompt > 0 && r.n_gen === 0)?.avg_ts ?? NaN,
-    tg: runs.find((r) => r.n_gen > 0 && r.n_prompt === 0)?.avg_ts ?? NaN,
+    pp: runs.find((r) => r.n_prompt > 0 && r.n_gen === 0 && !r.n_depth)?.avg_ts ?? NaN,
+    tg: tg(false),
+    tgDeep: tg(true),
   };
+}
+interface Bench {
+  pp: number;
+  tg: number;
+  tgDeep: number;
 }
 
 interface Row extends Omit<BurstResult, "health"> {
@@ -157,14 +173,17 @@ const prefills: { file: string; server: string; tokens: number; perSecond: numbe
 const embeds: { file: string; server: string; perSecond: number }[] = [];
 /** /health latencies per server, over every load. */
 const health: Record<string, number[]> = { ours: [], "llama-server": [] };
-const benches = new Map<string, { pp: number; tg: number }>();
+const benches = new Map<string, Bench>();
 
 for (const file of values.gguf?.split(",") ?? []) {
   const name = basename(file);
   const lb = await llamaBench(file);
   if (lb) {
     benches.set(name, lb);
-    console.error(`${name} llama-bench: pp ${lb.pp.toFixed(0)} tok/s, tg ${lb.tg.toFixed(1)} tok/s`);
+    console.error(
+      `${name} llama-bench: pp ${lb.pp.toFixed(0)} tok/s, tg ${lb.tg.toFixed(1)} tok/s, ` +
+        `tg @ depth ${values["prompt-tokens"]} ${lb.tgDeep.toFixed(1)} tok/s`,
+    );
   }
   PROMPT_WORDS = 0;
   for (let round = 0; round < ROUNDS; round++) {
@@ -276,6 +295,14 @@ for (const file of [...new Set(rows.map((r) => r.file))]) {
         .map((r) => r.decode),
     );
     line(file, "sampled", 1, `decode vs llama-bench tg${NEW} (no server)`, lb.tg, one);
+    line(
+      file,
+      "sampled",
+      1,
+      `decode vs llama-bench tg${NEW} @ depth ${values["prompt-tokens"]} (no server)`,
+      lb.tgDeep,
+      one,
+    );
     const ours = prefills.find((x) => x.file === file && x.server === "ours");
     if (ours) {
       line(file, "-", 1, `prefill vs llama-bench pp${values["prefill-tokens"]}`, lb.pp, ours.perSecond, 0);

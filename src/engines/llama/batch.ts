@@ -38,6 +38,13 @@ export const PROMPT_COHORT = 2048;
 
 /** How long a running stream may wait between two tokens for a round that reads prompts (see #promptBudget). */
 export const STALL_MS = 150;
+/**
+ * Prompt tokens a round must read to measure the model's speed by (a round's fixed costs dominate tiny ones).
+ * Lone ~250-token prompts must count: with half a micro-batch (256) as the bar, a server whose requests were
+ * all of that size never measured it, so never gathered a burst (16 streams: first tokens p50 1.2x
+ * llama-server's, the burst read in micro-batches while its first two prompts, read alone, ran).
+ */
+export const RATE_TOKENS = 64;
 /** A prompt round with no stream running waits this share of its expected time for more prompts, ... */
 export const GATHER_SHARE = 0.02;
 /** ... at most this long (ms). */
@@ -56,7 +63,7 @@ export class DecodeBatcher {
   /** One logits row per sequence id, each handed out as a view (no copy, no allocation per token). */
   #logits: Float32Array;
 
-  /** Prompt tokens a round decodes per second (a moving average over rounds of at least a micro-batch). */
+  /** Prompt tokens a round decodes per second (a moving average over rounds of at least RATE_TOKENS). */
   #promptRate = 0;
 
   /**
@@ -161,7 +168,7 @@ export class DecodeBatcher {
     const started = performance.now();
     const rc = this.#decode(n);
     const prompt = n - stepRows;
-    if (rc === 0 && prompt >= this.uBatch / 2) {
+    if (rc === 0 && prompt >= RATE_TOKENS) {
       const rate = n / Math.max(1e-3, (performance.now() - started) / 1000);
       this.#promptRate = this.#promptRate ? 0.7 * this.#promptRate + 0.3 * rate : rate;
     }

@@ -257,3 +257,18 @@ Deno.test("prompts of a burst arriving a few ms apart are read in one round (a s
   await Promise.all(done);
   assert.deepEqual(layout(ctx), ["1x300 2x300 3x300 4x300"]);
 });
+
+Deno.test("a lone request's prompt is enough to measure the model's speed for the next burst", async () => {
+  // Requests of ~250 tokens, the first read alone: its round (under half a micro-batch) measures the speed, so
+  // the burst that follows is gathered (it was not: the rate came only from rounds of 256+ prompt tokens, so a
+  // server seeing ~250-token prompts never gathered, and a burst's first prompt was read alone).
+  const ctx = new TimedContext(1);
+  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
+  await b.submit(0, range(200), 0);
+  ctx.rounds = [];
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const done: Promise<unknown>[] = [];
+  for (let s = 1; s <= 4; s++) done.push(b.submit(s, range(250), 0)), await sleep(2);
+  await Promise.all(done);
+  assert.deepEqual(layout(ctx), ["1x250 2x250 3x250 4x250"]);
+});
