@@ -27,6 +27,7 @@ export interface Config {
   strict: boolean;
   preload: boolean;
   isolation: "process" | "thread";
+  runnerNice: number;
   whisperLib: string;
   llamaLib: string;
   parallel: number;
@@ -58,6 +59,7 @@ interface Option {
   help: string;
   choices?: string[];
   min?: number;
+  max?: number;
 }
 
 const CPU_COUNT = (() => {
@@ -85,6 +87,7 @@ export const OPTIONS: Option[] = [
     kind: "int",
     default: "8080",
     min: 0,
+    max: 65535,
     help: "Port (0 = any free).",
   },
   {
@@ -349,6 +352,18 @@ export const OPTIONS: Option[] = [
       "model's runner, which restarts, never the server) or a worker thread of the server's process.",
   },
   {
+    key: "runnerNice",
+    flag: "runner-nice",
+    env: "OAI_RUNNER_NICE",
+    kind: "int",
+    default: "5",
+    min: 0,
+    max: 19,
+    help: "How much lower than the server's the CPU priority of runner processes is (a nice increment; 0: " +
+      "the same): the server's own thread (health checks, tokens on their way out, new requests) gets a " +
+      "core at once while model threads use them all.",
+  },
+  {
     key: "parallel",
     flag: "parallel",
     env: "OAI_PARALLEL",
@@ -453,7 +468,7 @@ function convert(opt: Option, raw: string, readFile: (p: string) => string): unk
       if (!/^-?\d+$/.test(raw.trim())) throw bad("expected an integer");
       const n = Number(raw);
       if (opt.min !== undefined && n < opt.min) throw bad(`must be at least ${opt.min}`);
-      if (opt.key === "port" && n > 65535) throw bad("must be at most 65535");
+      if (opt.max !== undefined && n > opt.max) throw bad(`must be at most ${opt.max}`);
       return n;
     }
     case "bool": {

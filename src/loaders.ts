@@ -11,6 +11,7 @@ export function builtinLoaders(config: Config): Loaders {
   const loaders = workerLoaders({
     debug: config.logLevel === "debug",
     isolation: config.isolation,
+    nice: config.runnerNice,
     whisper: {
       lib: config.whisperLib || whisperLibFor(config.whisperVariant),
       concurrency: config.transcriptionConcurrency,

@@ -425,6 +425,7 @@ async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext
     gpuLayers: ctx.gpuLayers,
     hub: ctx.hub ? { endpoint: ctx.hub.endpoint, token: ctx.hub.token } : undefined,
     whisper: opts.whisper,
+    nice: opts.nice,
   };
   const link = new WorkerLink(entry, ctx.log);
   try {
@@ -443,6 +444,8 @@ export interface WorkerLoaderOptions {
   isolation?: Isolation;
   /** whisper.cpp's settings, for transcription runners. */
   whisper?: LoadRequest["whisper"];
+  /** Runner processes' nice increment (see LoadRequest). */
+  nice?: number;
 }
 
 /** The loaders of models that compute elsewhere: each starts its own runner, served through a proxy engine. */

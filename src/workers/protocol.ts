@@ -22,7 +22,15 @@ export interface LoadRequest {
   hub?: { endpoint?: string; token?: string };
   /** whisper.cpp: its library and transcriptions at once; the VAD model a runner may read. */
   whisper?: { lib?: string; concurrency?: number; vadModel?: string };
+  /**
+   * A runner process lowers its CPU priority by this much (nice) before it loads anything, so every thread
+   * the model's libraries start inherits it (--runner-nice; not for a worker thread).
+   */
+  nice?: number;
 }
+
+/** How a runner is told its nice increment on its command line (runner.ts applies it). */
+export const NICE_ARG = "--nice=";
 
 export type HostMessage =
   | LoadRequest

@@ -3,8 +3,9 @@
 // and not the server. The server's messages arrive as frames (frames.ts) on stdin and ours leave on stdout;
 // stderr is the native libraries' own and the server keeps its last lines to say why a runner died. When
 // stdin closes (the server is gone), the runner exits.
+import { setPriority } from "node:os";
 import { encodeFrame, FrameReader } from "./frames.ts";
-import type { HostMessage } from "./protocol.ts";
+import { type HostMessage, NICE_ARG } from "./protocol.ts";
 import { serveModel } from "./serve_model.ts";
 
 function writeAll(bytes: Uint8Array): void {
@@ -13,7 +14,22 @@ function writeAll(bytes: Uint8Array): void {
   while (at < bytes.length) at += Deno.stdout.writeSync(bytes.subarray(at));
 }
 
+/**
+ * Lowers this runner's CPU priority by the increment on its command line, first thing: on Linux it is the
+ * calling thread's, and every thread it starts later (the model libraries' thread pools) inherits it.
+ */
+function lowerPriority(args: string[]): void {
+  const arg = args.find((a) => a.startsWith(NICE_ARG));
+  if (!arg) return;
+  try {
+    setPriority(Number(arg.slice(NICE_ARG.length)));
+  } catch (e) {
+    console.error(`the runner's priority could not be lowered: ${(e as Error).message}`);
+  }
+}
+
 export async function runRunner(): Promise<never> {
+  lowerPriority(Deno.args);
   const receive = serveModel({
     postMessage: (m) => writeAll(encodeFrame(m)),
     onDisposed: () => Deno.exit(0),

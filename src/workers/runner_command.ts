@@ -5,7 +5,7 @@
 // folder and the hub's hosts, and only when downloads are on. A single binary (`deno compile`) runs itself as the runner (its permissions are baked in).
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { LoadRequest } from "./protocol.ts";
+import { type LoadRequest, NICE_ARG } from "./protocol.ts";
 import { backendOf } from "../engines/backends.ts";
 
 export interface RunnerCommand {
@@ -52,8 +52,13 @@ function hubHosts(req: LoadRequest): string[] {
   return hosts;
 }
 
+/** The runner's own arguments (after its module, or after RUNNER_ARG in a single binary). */
+function runnerArgs(req: LoadRequest): string[] {
+  return req.nice ? [`${NICE_ARG}${req.nice}`] : [];
+}
+
 export function runnerCommand(req: LoadRequest): RunnerCommand {
-  if (Deno.build.standalone) return { command: Deno.execPath(), args: [RUNNER_ARG] };
+  if (Deno.build.standalone) return { command: Deno.execPath(), args: [RUNNER_ARG, ...runnerArgs(req)] };
   const needs = backendOf(req.entry.engine).runnerNeeds({
     llamaLib: req.llamaLib,
     whisperLib: req.whisper?.lib,
@@ -66,12 +71,13 @@ export function runnerCommand(req: LoadRequest): RunnerCommand {
     `--allow-read=${[REPO, resolve(req.modelsDir), ...(needs.read ?? []).map((p) => resolve(p))].join(",")}`,
     `--allow-ffi=${needs.ffi.join(",")}`,
     "--allow-env",
-    // sharp (imported by transformers.js) asks for the network interfaces and host name to find its libc.
-    "--allow-sys=cpus,networkInterfaces,hostname",
+    // sharp (imported by transformers.js) asks for the network interfaces and host name to find its libc;
+    // setPriority lowers the runner's own priority (--runner-nice).
+    `--allow-sys=cpus,networkInterfaces,hostname${req.nice ? ",setPriority" : ""}`,
   ];
   if (req.allowRemote) {
     args.push(`--allow-net=${hubHosts(req).join(",")}`, `--allow-write=${resolve(req.modelsDir)}`);
   }
-  args.push(RUNNER_URL);
+  args.push(RUNNER_URL, ...runnerArgs(req));
   return { command: denoCommand(), args };
 }

@@ -68,3 +68,12 @@ Deno.test("crash reason: the signal in words and the assert line, with no server
   );
   assert.equal(stripPaths("at /a/b/c.ts:1:2 and C:\\x\\y.dll"), "at c.ts:1:2 and y.dll");
 });
+
+Deno.test("runner command: a nice increment is passed on with the one permission it needs, else neither", () => {
+  const niced = runnerCommand(request("llama.cpp", { nice: 5 })).args;
+  assert.match(flag(niced, "allow-sys")!, /setPriority/);
+  assert.equal(niced.at(-1), "--nice=5");
+  const plain = runnerCommand(request("llama.cpp", { nice: 0 })).args;
+  assert.doesNotMatch(flag(plain, "allow-sys")!, /setPriority/);
+  assert.ok(!plain.some((a) => a.startsWith("--nice")));
+});

@@ -31,6 +31,20 @@ const SMOL = {
   ignore_eos: true,
 };
 
+/** Each thread of process `pid`: its name and nice value (from /proc). */
+function threads(pid: number): { name: string; nice: number }[] {
+  return [...Deno.readDirSync(`/proc/${pid}/task`)].flatMap((t) => {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/stat`);
+      // "tid (name) state ppid ...": nice is the 17th field after the name.
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      return [{ name, nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) }];
+    } catch {
+      return []; // a thread that ended meanwhile
+    }
+  });
+}
+
 /** Reads a stream to its end; resolves with its frames. */
 async function frames(res: Response): Promise<string[]> {
   return (await res.text()).split("\n\n").filter(Boolean);
@@ -182,4 +196,52 @@ Deno.test("a worker that dies mid-stream: an error frame, a 503 envelope, then t
   } finally {
     await t.close();
   }
+});
+
+Deno.test({
+  name:
+    "runners compute at a lower CPU priority than the server (--runner-nice), every model thread included",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    const manifest = {
+      ...GENERATED_MODELS,
+      models: {
+        ...GENERATED_MODELS.models,
+        gguf: {
+          task: "chat" as const,
+          path: "generated/chat-tiny/gguf/chat-tiny-F32.gguf",
+          device: "cpu" as const,
+        },
+      },
+    };
+    const server = threads(Deno.pid).find((t) => t.name === "deno" || t.name === "main")!.nice;
+    for (
+      const [flags, lower] of [[["--threads=2"], 5], [["--threads=2", "--runner-nice=3"], 3], [
+        ["--threads=2", "--runner-nice=0"],
+        0,
+      ]] as const
+    ) {
+      const t = await startTestServer({ flags: [...flags], manifest });
+      try {
+        for (const id of ["gguf", "chat-tiny"]) {
+          const engine = await t.server.registry.engine<WorkerChatEngine>(
+            t.server.registry.resolve(id, "chat"),
+          );
+          // A token through it, so its libraries' thread pools have run.
+          await t.client.chat.completions.create({
+            model: id,
+            messages: [{ role: "user", content: "Hi there!" }],
+            max_tokens: 2,
+          });
+          // The runner's main thread and the threads it started (llama.cpp's and onnxruntime's pools keep its
+          // name), not Deno's own threads started before the runner lowered its priority.
+          const own = threads(engine.pid!).filter((t) => t.name === "deno");
+          assert.ok(own.length >= 2, `${id}: ${JSON.stringify(threads(engine.pid!))}`);
+          for (const th of own) assert.equal(th.nice, Math.min(19, server + lower), `${id} ${flags}`);
+        }
+      } finally {
+        await t.close();
+      }
+    }
+  },
 });
