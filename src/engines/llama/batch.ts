@@ -1,12 +1,12 @@
 // Owns continuous batching for one llama.cpp context: every sequence that wants a token decoded (a decode step)
 // or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode holding every waiting
 // step and up to a batch of prompt tokens (llama.cpp computes it in micro-batches). Prompts are read as
-// cohorts: the prompts of a burst (in arrival order, up to PROMPT_COHORT tokens) share every round's prompt
-// budget equally, so they finish together as they would in one big batch (llama-server's n_batch), while
-// running streams still get a token every round: with streams running, a round reads only what the model
-// reads in STALL_MS (at least a micro-batch), so a slow model's streams are not held for seconds. Rows go in by sequence id: with one KV stream per sequence,
-// llama.cpp splits a batch into micro-batches of consecutive sequence ids, so sorted rows make as few of them
-// as possible.
+// cohorts: the prompts of a burst (in arrival order, up to PROMPT_COHORT tokens and uBatch / PROMPT_ROWS
+// prompts) share every round's prompt budget equally, so they finish together as they would in one big batch
+// (llama-server's n_batch), while running streams still get a token every round: with streams running, a round
+// reads only what the model reads in STALL_MS (at least a micro-batch), so a slow model's streams are not held
+// for seconds. Rows go in by sequence id: with one KV stream per sequence, llama.cpp splits a batch into
+// micro-batches of consecutive sequence ids, so sorted rows make as few of them as possible.
 // A round starts as a macrotask, after the sequences resolved by the previous round have sampled and queued
 // their next token (microtasks), and never inside submit: a round started there (when every open sequence had
 // queued its step) chained rounds through microtasks, so a new request's message waited until the running
@@ -36,6 +36,15 @@ export const NO_KV_ROOM = 1;
  */
 export const PROMPT_COHORT = 2048;
 
+/**
+ * Rows of each prompt a micro-batch should hold at least, so a round reads at most uBatch / PROMPT_ROWS prompts
+ * (8 of 512). llama.cpp splits a round with a KV stream per sequence into micro-batches holding an equal number
+ * of rows of each of its sequences, and computes attention per sequence in tiles: on the SmolLM2-135M shape (2
+ * threads) 2048 prompt tokens read at 925 tok/s as 8 prompts of 256 (64 rows each per micro-batch), 794 as 16 of
+ * 128, 697 as 10 of 204 (51 rows). Eight prompts first also give those eight their first tokens in ~1.8 s
+ * instead of all ten in ~3 s; the rest are read next, with the first eight's steps.
+ */
+export const PROMPT_ROWS = 64;
 /** How long a running stream may wait between two tokens for a round that reads prompts (see #promptBudget). */
 export const STALL_MS = 150;
 /**
@@ -49,6 +58,9 @@ export const RATE_TOKENS = 64;
 export const GATHER_SHARE = 0.02;
 /** ... at most this long (ms). */
 export const GATHER_MS = 50;
+
+/** A decode step: one token left (a running stream's next, or a prompt all but one token of which was cached). */
+const isStep = (w: Work) => w.tokens.length - w.done === 1;
 
 export class DecodeBatcher {
   readonly #queue: Work[] = [];
@@ -104,7 +116,6 @@ export class DecodeBatcher {
 
   #round(): void {
     if (this.#queue.length === 0) return;
-    const isStep = (w: Work) => w.tokens.length - w.done === 1;
     const steps = this.#queue.filter(isStep);
     const prompts = this.#queue.filter((w) => !isStep(w));
     // The cohort: prompts that join in arrival order while its prompts' tokens fit PROMPT_COHORT (the first
@@ -112,8 +123,10 @@ export class DecodeBatcher {
     // a cohort already being read.
     this.#cohort = this.#cohort.filter((w) => this.#queue.includes(w));
     let held = this.#cohort.reduce((n, w) => n + w.tokens.length, 0);
+    const most = Math.max(1, Math.floor(this.uBatch / PROMPT_ROWS));
     for (const w of prompts) {
       if (this.#cohort.includes(w)) continue;
+      if (this.#cohort.length >= most) break;
       if (this.#cohort.length && held + w.tokens.length > PROMPT_COHORT) break;
       this.#cohort.push(w);
       held += w.tokens.length;
@@ -135,9 +148,11 @@ export class DecodeBatcher {
       budget -= share * open.length;
       open = open.filter((w) => left(w) > 0);
     }
+    let reading = this.#cohort.filter((w) => take.has(w)).length;
     for (const w of prompts) {
-      if (budget === 0) break;
+      if (budget === 0 || reading >= most) break;
       if (take.has(w)) continue;
+      reading++;
       const n = Math.min(left(w), budget);
       take.set(w, n);
       budget -= n;
@@ -230,7 +245,7 @@ export class DecodeBatcher {
    * lone request's first token on a CPU), again while more prompts keep arriving, up to GATHER_MS in all.
    */
   #gatherMs(): number {
-    if (!this.#promptRate || this.#queue.some((w) => w.tokens.length - w.done === 1)) return 0;
+    if (!this.#promptRate || this.#queue.some(isStep)) return 0;
     const tokens = Math.min(this.nBatch, this.#queue.reduce((n, w) => n + w.tokens.length - w.done, 0));
     return Math.min(GATHER_MS, (tokens / this.#promptRate) * 1000 * GATHER_SHARE);
   }

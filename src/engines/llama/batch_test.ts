@@ -272,3 +272,16 @@ Deno.test("a lone request's prompt is enough to measure the model's speed for th
   await Promise.all(done);
   assert.deepEqual(layout(ctx), ["1x250 2x250 3x250 4x250"]);
 });
+
+Deno.test("a round reads at most a micro-batch / PROMPT_ROWS prompts: each keeps PROMPT_ROWS rows per micro-batch", async () => {
+  // Twelve 100-token prompts arriving together fit one 2048-token round, but twelve sequences in a 512-token
+  // micro-batch get 42 rows each: llama.cpp computes attention per sequence in tiles, and (SmolLM2-135M shape,
+  // 2 threads) 10 prompts of 204 tokens read at 697 tok/s, 8 of 256 at 925. So eight now, then the other four.
+  const ctx = new RecordingContext();
+  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
+  await Promise.all(Array.from({ length: 12 }, (_, s) => b.submit(s, range(100), 0)));
+  assert.deepEqual(layout(ctx), [
+    "0x100 1x100 2x100 3x100 4x100 5x100 6x100 7x100",
+    "8x100 9x100 10x100 11x100",
+  ]);
+});
