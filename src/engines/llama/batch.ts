@@ -3,9 +3,8 @@
 // step and up to a batch of prompt tokens (llama.cpp computes it in micro-batches). Prompts are read as
 // cohorts: the prompts of a burst (in arrival order, up to PROMPT_COHORT tokens and uBatch / PROMPT_ROWS
 // prompts) share every round's prompt budget equally, so they finish together as they would in one big batch
-// (llama-server's n_batch), while running streams still get a token every round: with streams running, a round
-// reads only what the model reads in STALL_MS (at least a micro-batch), so a slow model's streams are not held
-// for seconds. Rows go in by sequence id: with one KV stream per sequence, llama.cpp splits a batch into
+// (llama-server's n_batch), while running streams still get a token every round (a smaller batch_size keeps
+// them flowing more evenly: on 2 CPU cores a 2048-token round holds them ~2.5 s). Rows go in by sequence id: with one KV stream per sequence, llama.cpp splits a batch into
 // micro-batches of consecutive sequence ids, so sorted rows make as few of them as possible.
 // A round starts as a macrotask, after the sequences resolved by the previous round have sampled and queued
 // their next token (microtasks), and never inside submit: a round started there (when every open sequence had
@@ -45,13 +44,11 @@ export const PROMPT_COHORT = 2048;
  * instead of all ten in ~3 s; the rest are read next, with the first eight's steps.
  */
 export const PROMPT_ROWS = 64;
-/** How long a running stream may wait between two tokens for a round that reads prompts (see #promptBudget). */
-export const STALL_MS = 150;
 /**
  * Prompt tokens a round must read to measure the model's speed by (a round's fixed costs dominate tiny ones).
  * Lone ~250-token prompts must count: with half a micro-batch (256) as the bar, a server whose requests were
  * all of that size never measured it, so never gathered a burst (16 streams: first tokens p50 1.2x
- * llama-server's, the burst read in micro-batches while its first two prompts, read alone, ran).
+ * llama-server's: a burst's first prompt was read alone, the rest only after it).
  */
 export const RATE_TOKENS = 64;
 /** A prompt round with no stream running waits this share of its expected time for more prompts, ... */
@@ -79,8 +76,8 @@ export class DecodeBatcher {
   #promptRate = 0;
 
   /**
-   * `nBatch`: tokens a round takes at most; `uBatch`: the micro-batch llama.cpp computes them in, and the
-   * least a round reads of prompts while streams run (see #promptBudget).
+   * `nBatch`: tokens a round takes at most; `uBatch`: the micro-batch llama.cpp computes them in (it bounds the
+   * prompts read together, see PROMPT_ROWS).
    */
   constructor(
     private readonly ctx: LlamaContext,
@@ -136,7 +133,12 @@ export class DecodeBatcher {
     const take = new Map<Work, number>();
     const stepRows = Math.min(steps.length, this.nBatch);
     for (const w of steps.slice(0, stepRows)) take.set(w, 1);
-    let budget = Math.max(0, (stepRows ? this.#promptBudget() : this.nBatch) - stepRows);
+    // No smaller budget while streams run: a 150 ms one (the prompts a model reads in that time, at least a
+    // micro-batch) read the second half of a 16-prompt burst in four rounds of 512 on 2 CPU cores, which cost
+    // more than the one 2048-token round it replaced (per-stream decode -4..-17%, last first token +15..40%):
+    // the prompts must be read within the running streams' spans either way, and fewer, larger rounds read
+    // them faster. llama-server does the same.
+    let budget = Math.max(0, this.nBatch - stepRows);
     const left = (w: Work) => w.tokens.length - w.done - (take.get(w) ?? 0);
     // Equal shares, never one token more for some: llama.cpp splits a batch into micro-batches of sequences
     // with the same token count (one KV stream each), so 47 tokens for six prompts and 46 for five cost one
@@ -248,18 +250,6 @@ export class DecodeBatcher {
     if (!this.#promptRate || this.#queue.some(isStep)) return 0;
     const tokens = Math.min(this.nBatch, this.#queue.reduce((n, w) => n + w.tokens.length - w.done, 0));
     return Math.min(GATHER_MS, (tokens / this.#promptRate) * 1000 * GATHER_SHARE);
-  }
-
-  /**
-   * Tokens a round takes while streams are running: what the model reads in STALL_MS (its measured rate),
-   * between a micro-batch and a batch. A batch of 2048 (llama-server's n_batch) reads a burst's prompts
-   * together: ~0.1 s on a GPU, but ~2.5 s for a 135M model on 2 CPU cores, which every running stream would
-   * wait between two tokens; so a slow model's running streams get a token every micro-batch instead.
-   */
-  #promptBudget(): number {
-    if (!this.#promptRate) return this.uBatch;
-    const fits = Math.floor(this.#promptRate * STALL_MS / 1000);
-    return Math.min(this.nBatch, Math.max(this.uBatch, fits));
   }
 
   #decode(n: number): number {
