@@ -245,32 +245,22 @@ Deno.test("rounds take a whole batch, with every running stream's step in each",
 });
 
 Deno.test("prompts of a burst arriving a few ms apart are read in one round (a slow model waits for them)", async () => {
-  const ctx = new TimedContext(1);
-  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
-  await b.submit(0, range(600), 0); // the model's speed, measured: 1 ms a token
-  ctx.rounds = [];
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  // Four prompts of 300 tokens, 2 ms apart: the first's round would take 300 ms, so it waits 6 ms for more,
-  // and again while they keep coming.
-  const done: Promise<unknown>[] = [];
-  for (let s = 1; s <= 4; s++) done.push(b.submit(s, range(300), 0)), await sleep(2);
-  await Promise.all(done);
-  assert.deepEqual(layout(ctx), ["1x300 2x300 3x300 4x300"]);
-});
-
-Deno.test("a lone request's prompt is enough to measure the model's speed for the next burst", async () => {
-  // Requests of ~250 tokens, the first read alone: its round (under half a micro-batch) measures the speed, so
-  // the burst that follows is gathered (it was not: the rate came only from rounds of 256+ prompt tokens, so a
-  // server seeing ~250-token prompts never gathered, and a burst's first prompt was read alone).
-  const ctx = new TimedContext(1);
-  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
-  await b.submit(0, range(200), 0);
-  ctx.rounds = [];
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  const done: Promise<unknown>[] = [];
-  for (let s = 1; s <= 4; s++) done.push(b.submit(s, range(250), 0)), await sleep(2);
-  await Promise.all(done);
-  assert.deepEqual(layout(ctx), ["1x250 2x250 3x250 4x250"]);
+  // The model's speed (1 ms a token) is measured from a first prompt read alone: a long one, and one of ~200
+  // tokens, under half a micro-batch (it was not counted: the rate came only from rounds of 256+ prompt
+  // tokens, so a server seeing ~250-token prompts never gathered, and a burst's first prompt was read alone).
+  for (const [first, size] of [[600, 300], [200, 250]]) {
+    const ctx = new TimedContext(1);
+    const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
+    await b.submit(0, range(first), 0);
+    ctx.rounds = [];
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // Four prompts 2 ms apart: the first's round would take 250-300 ms, so it waits 5-6 ms for more, and again
+    // while they keep coming.
+    const done: Promise<unknown>[] = [];
+    for (let s = 1; s <= 4; s++) done.push(b.submit(s, range(size), 0)), await sleep(2);
+    await Promise.all(done);
+    assert.deepEqual(layout(ctx), [[1, 2, 3, 4].map((s) => `${s}x${size}`).join(" ")], `after ${first}`);
+  }
 });
 
 Deno.test("a round reads at most a micro-batch / PROMPT_ROWS prompts: each keeps PROMPT_ROWS rows per micro-batch", async () => {
