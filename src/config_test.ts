@@ -33,6 +33,8 @@ Deno.test("config: a bad value names its flag in one line", () => {
   const cases: [string[], Record<string, string>, RegExp][] = [
     [["--port", "abc"], {}, /^--port: expected an integer/],
     [["--port", "70000"], {}, /^--port: must be at most 65535/],
+    [["--runner-nice", "20"], {}, /^--runner-nice: must be at most 19/],
+    [[], { OAI_RUNNER_NICE: "-1" }, /^--runner-nice: must be at least 0/],
     [["--device", "tpu"], {}, /^--device: expected one of auto, webgpu, cpu/],
     [[], { OAI_THREADS: "0" }, /^--threads: must be at least 1/],
     [["--max-audio-body", "lots"], {}, /^--max-audio-body: expected a size/],

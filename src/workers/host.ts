@@ -425,7 +425,8 @@ async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext
     gpuLayers: ctx.gpuLayers,
     hub: ctx.hub ? { endpoint: ctx.hub.endpoint, token: ctx.hub.token } : undefined,
     whisper: opts.whisper,
-    nice: opts.nice,
+    // A worker thread shares the server's priority (only a runner process can lower its own).
+    nice: opts.isolation === "thread" ? undefined : opts.nice,
   };
   const link = new WorkerLink(entry, ctx.log);
   try {

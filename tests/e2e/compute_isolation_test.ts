@@ -4,7 +4,8 @@
 // it held with a clear error (an error frame, a 503 envelope), then loads again and serves the next request.
 // With compute on the HTTP thread (before this test existed) /health took 244 to 460 ms here under that load
 // and answered 7 times in 2 s; off it, 0 to 3 ms; the thresholds below are generous for that reason, and the
-// latency figures themselves are the benchmark's (bench/responsiveness_bench.ts).
+// latency figures themselves are the benchmark's (bench/responsiveness_bench.ts). Also that runners compute at
+// a lower CPU priority than the server (--runner-nice), every thread their libraries start included.
 import assert from "node:assert/strict";
 import { errorOf, GENERATED_MODELS, startTestServer } from "../helpers.ts";
 import type { WorkerChatEngine } from "../../src/workers/host.ts";
