@@ -133,12 +133,16 @@ try {
     const job: ChatJob = { ...fixedLengthJob(messages, tokensWanted), seed: BigInt(SEED) };
     const t0 = performance.now();
     let first = 0;
+    let last = 0;
+    let chunks = 0;
     let end = 0;
     let text = "";
     let tokens = 0;
     for await (const ev of local.chat(job)) {
       if (ev.type === "delta") {
-        first ||= performance.now();
+        last = performance.now();
+        first ||= last;
+        chunks++;
         text += ev.delta.content ?? "";
       } else if (ev.type === "finish") {
         end = performance.now();
@@ -148,7 +152,16 @@ try {
     if (tokens !== tokensWanted) {
       throw new Error(`in-process generated ${tokens} tokens, not ${tokensWanted}`);
     }
-    return { ttft: first - t0, total: end - t0, tokens, text, promptTokens: 0, cachedTokens: 0 };
+    return {
+      ttft: first - t0,
+      total: end - t0,
+      chunks,
+      span: last - first,
+      tokens,
+      text,
+      promptTokens: 0,
+      cachedTokens: 0,
+    };
   };
 
   // The HTTP client runs in its own process, driven over its stdin/stdout.

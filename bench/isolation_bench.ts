@@ -30,7 +30,6 @@ const { values } = parseArgs({
 });
 const rounds = Number(values.rounds);
 const newTokens = Number(values["new-tokens"]);
-const shortTokens = Math.max(2, Math.round(newTokens / 4));
 const ALL_MODELS = {
   "smollm2-gguf-q8": {
     task: "chat",
@@ -104,9 +103,7 @@ async function burst(mode: Mode, model: string, streams: number, tokens: number)
 }
 
 const lines = [
-  `Models: ${
-    Object.keys(MODELS).join(", ")
-  }; threads ${values.threads}, ${newTokens} and ${shortTokens} new ` +
+  `Models: ${Object.keys(MODELS).join(", ")}; threads ${values.threads}, ${newTokens} new ` +
   `tokens (ignore_eos, temperature 1, seeded), distinct prompts, ${rounds} rounds, medians.`,
   "",
   "| model | streams | thread TTFT ms | process TTFT ms | TTFT ratio | thread decode tok/s | process decode tok/s | decode ratio |",
@@ -119,17 +116,14 @@ try {
         process: { ttft: [], tps: [] },
         thread: { ttft: [], tps: [] },
       };
-      await burst("process", model, streams, shortTokens);
-      await burst("thread", model, streams, shortTokens);
+      await burst("process", model, streams, 16);
+      await burst("thread", model, streams, 16);
       for (let r = 0; r < rounds; r++) {
         const order: Mode[] = r % 2 ? ["thread", "process"] : ["process", "thread"];
         for (const mode of order) {
-          const long = await burst(mode, model, streams, newTokens);
-          const short = await burst(mode, model, streams, shortTokens);
-          const longTotal = median(long.map((t) => t.total));
-          const shortTotal = median(short.map((t) => t.total));
-          res[mode].ttft.push(median(long.map((t) => t.ttft)));
-          res[mode].tps.push((newTokens - shortTokens) / ((longTotal - shortTotal) / 1000));
+          const run = await burst(mode, model, streams, newTokens);
+          res[mode].ttft.push(median(run.map((t) => t.ttft)));
+          res[mode].tps.push(median(run.map((t) => (t.chunks - 1) / (t.span / 1000))));
         }
       }
       const m = (mode: Mode) => ({ ttft: median(res[mode].ttft), tps: median(res[mode].tps) });

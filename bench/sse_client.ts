@@ -4,6 +4,9 @@ export interface StreamTiming {
   /** ms from sending the request to the first content / the finish chunk. */
   ttft: number;
   total: number;
+  /** Chunks that carried content, and ms from the first of them to the last: the stream's own decode pace. */
+  chunks: number;
+  span: number;
   tokens: number;
   promptTokens: number;
   cachedTokens: number;
@@ -19,6 +22,8 @@ export async function streamChat(url: string, body: unknown): Promise<StreamTimi
   });
   if (!res.ok) throw new Error(`server answered ${res.status}: ${await res.text()}`);
   let first = 0;
+  let last = 0;
+  let chunks = 0;
   let end = 0;
   let text = "";
   let tokens = 0;
@@ -38,7 +43,9 @@ export async function streamChat(url: string, body: unknown): Promise<StreamTimi
       const ev = JSON.parse(data);
       const choice = ev.choices[0];
       if (choice?.delta?.content) {
-        first ||= performance.now();
+        last = performance.now();
+        first ||= last;
+        chunks++;
         text += choice.delta.content;
       }
       if (choice?.finish_reason) end = performance.now();
@@ -49,5 +56,14 @@ export async function streamChat(url: string, body: unknown): Promise<StreamTimi
       }
     }
   }
-  return { ttft: first - t0, total: end - t0, tokens, promptTokens, cachedTokens, text };
+  return {
+    ttft: first - t0,
+    total: end - t0,
+    chunks,
+    span: last - first,
+    tokens,
+    promptTokens,
+    cachedTokens,
+    text,
+  };
 }

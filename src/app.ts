@@ -24,6 +24,7 @@ import { ApiKeys } from "./http/auth.ts";
 import { Cors } from "./http/cors.ts";
 import { errorResponse, toApiError, withRequestId } from "./http/errors.ts";
 import { anthropicErrorResponse } from "./http/anthropic_errors.ts";
+import { onStreamEnd } from "./http/sse.ts";
 import { handleCountTokens, handleCreateMessage } from "./api/messages.ts";
 import { type Route, Router } from "./http/router.ts";
 import { Metrics } from "./metrics.ts";
@@ -166,6 +167,11 @@ export function createApp(deps: AppDeps): App {
         finish();
       }
     };
+    // An SSE body tells when it ends; any other is wrapped to learn it.
+    if (onStreamEnd(res.body, once)) {
+      req.signal.addEventListener("abort", once, { once: true });
+      return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+    }
     const reader = res.body.getReader();
     const body = new ReadableStream<Uint8Array>({
       async pull(c) {

@@ -27,3 +27,22 @@ Deno.test("frames: bytes a native library printed between frames are stepped ove
   const stray = [...first.stray, ...second.stray].map((s) => new TextDecoder().decode(s)).join("");
   assert.equal(stray, "llama_model_load: printing to stdout\n");
 });
+
+Deno.test("frames: chunks read into one reused buffer (as the server reads a runner) keep their messages", () => {
+  const messages = [
+    { t: "result", id: 1, value: [new Float32Array([0.5, 1.5, -3])] },
+    { t: "events", items: [{ id: 2, ev: { type: "delta", content: "abc" } }] },
+    { t: "result", id: 3, value: [new Float32Array([7, 8])] },
+  ];
+  const bytes = new Uint8Array(messages.flatMap((m) => [...encodeFrame(m)]));
+  const scratch = new Uint8Array(5);
+  const reader = new FrameReader();
+  const got: unknown[] = [];
+  for (let i = 0; i < bytes.length; i += scratch.length) {
+    const n = Math.min(scratch.length, bytes.length - i);
+    scratch.set(bytes.subarray(i, i + n));
+    got.push(...reader.push(scratch.subarray(0, n)).messages);
+    scratch.fill(0xff); // the next read overwrites it
+  }
+  assert.deepEqual(got, messages);
+});

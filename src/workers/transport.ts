@@ -45,6 +45,9 @@ export function threadTransport(name: string, on: TransportEvents): Transport {
   };
 }
 
+/** The most a read of a runner's stdout takes at once. */
+const READ_BYTES = 64 * 1024;
+
 /** Lines of a runner's stderr kept to say why it died. */
 const TAIL_LINES = 40;
 
@@ -80,8 +83,15 @@ export function processTransport(cmd: RunnerCommand, on: TransportEvents): Trans
   })().catch(() => {});
   const stdoutDone = (async () => {
     const reader = new FrameReader();
-    for await (const chunk of child.stdout) {
-      const { messages, stray } = reader.push(chunk);
+    // One buffer read into again and again (BYOB): the default reader allocates 64 KiB per read, a read per
+    // streamed token, and the collector's work on them cost the HTTP thread ~50 µs a token.
+    const bytes = child.stdout.getReader({ mode: "byob" });
+    let buffer = new ArrayBuffer(READ_BYTES);
+    while (true) {
+      const { done, value } = await bytes.read(new Uint8Array(buffer));
+      if (done || !value) break;
+      buffer = value.buffer as ArrayBuffer;
+      const { messages, stray } = reader.push(value);
       for (const m of messages) on.message(m as GuestMessage);
       for (const s of stray) {
         const text = new TextDecoder().decode(s).trimEnd();
