@@ -361,7 +361,7 @@ export const OPTIONS: Option[] = [
     max: 19,
     help: "How much lower than the server's the CPU priority of runner processes is (a nice increment; 0: " +
       "the same): the server's own thread (health checks, tokens on their way out, new requests) gets a " +
-      "core at once while model threads use them all.",
+      "core at once while model threads use them all. Refused with --isolation=thread (unless 0).",
   },
   {
     key: "parallel",
@@ -552,6 +552,15 @@ export function parseConfig(
   if (c.whisperLib) c.whisperLib = abs(c.whisperLib);
   if (c.llamaLib) c.llamaLib = abs(c.llamaLib);
   if (c.vadModel) c.vadModel = abs(c.vadModel);
+  // A worker thread shares the server's priority (it is the server's process): asked for, a lower one could
+  // not be honoured.
+  const niceAsked = parsed.values["runner-nice"] ?? env.OAI_RUNNER_NICE;
+  if (c.isolation === "thread" && niceAsked !== undefined && c.runnerNice !== 0) {
+    throw new ConfigError(
+      "--runner-nice: applies to runner processes; with --isolation=thread models compute in the server's " +
+        "own process, at its priority",
+    );
+  }
   if (c.vad && !c.vadModel) {
     throw new ConfigError("--vad: needs --vad-model (a Silero VAD model in ggml format)");
   }

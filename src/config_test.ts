@@ -35,6 +35,8 @@ Deno.test("config: a bad value names its flag in one line", () => {
     [["--port", "70000"], {}, /^--port: must be at most 65535/],
     [["--runner-nice", "20"], {}, /^--runner-nice: must be at most 19/],
     [[], { OAI_RUNNER_NICE: "-1" }, /^--runner-nice: must be at least 0/],
+    [["--runner-nice=3", "--isolation=thread"], {}, /^--runner-nice: applies to runner processes/],
+    [["--isolation=thread"], { OAI_RUNNER_NICE: "5" }, /^--runner-nice: applies to runner processes/],
     [["--device", "tpu"], {}, /^--device: expected one of auto, webgpu, cpu/],
     [[], { OAI_THREADS: "0" }, /^--threads: must be at least 1/],
     [["--max-audio-body", "lots"], {}, /^--max-audio-body: expected a size/],
@@ -53,6 +55,11 @@ Deno.test("config: a bad value names its flag in one line", () => {
       return true;
     });
   }
+});
+
+Deno.test("config: --isolation=thread takes the runners' default priority, or an explicit 0", () => {
+  assert.equal(parseConfig(["--isolation=thread"], {}, "/").config!.isolation, "thread");
+  assert.equal(parseConfig(["--isolation=thread", "--runner-nice=0"], {}, "/").config!.runnerNice, 0);
 });
 
 Deno.test("config: boolean flags stand alone, take values, or are negated", () => {
