@@ -6,7 +6,7 @@
 // rounds interleaved with alternating order; ratios are process / thread. Goal: within 3% on both. Also the
 // resident memory of each runner process.
 //
-//   deno run -A bench/isolation_bench.ts [--rounds 8] [--threads 2] [--new-tokens 64]
+//   deno run -A bench/isolation_bench.ts [--rounds 8] [--threads 2] [--new-tokens 64] [--runner-nice 5]
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { parseConfig } from "../src/config.ts";
@@ -26,6 +26,8 @@ const { values } = parseArgs({
     /** Comma-separated model ids of MODELS to run (default: all). */
     only: { type: "string" },
     streams: { type: "string", default: "1,4" },
+    /** The runner processes' nice increment (default: the server's). */
+    "runner-nice": { type: "string" },
   },
 });
 const rounds = Number(values.rounds);
@@ -65,6 +67,7 @@ for (const mode of ["process", "thread"] as Mode[]) {
       "--offline",
       "--preload=false",
       `--isolation=${mode}`,
+      ...(mode === "process" && values["runner-nice"] ? [`--runner-nice=${values["runner-nice"]}`] : []),
     ],
     {},
     ROOT,

@@ -2,10 +2,15 @@
 // them; a request's sequence gets a slot at its prefill, waiting for one when all are taken). Conversations
 // render through the model's own chat template (GGUF metadata) with the same Jinja engine and message shapes
 // as the transformers.js backend, and tokenize with libllama. Sequences map to
-// llama.cpp sequence ids. The prompt cache lives in host memory, not in the KV cache: a closed sequence's
-// cells are copied out (llama_state_seq_get_data) and freed, and a later prompt that starts the same way
-// (system prompt, tools, the conversation so far) restores the longest saved or running prefix (a running
-// one's stream is copied whole, then cut). A fork (n choices) shares its parent's slot: choices run one after
+// llama.cpp sequence ids. The prompt cache is the KV cache itself: a closed sequence's cells stay in its slot
+// (llama-server's way), and a later prompt that starts the same way (system prompt, tools, the conversation so
+// far) takes that slot and reads only the rest; otherwise a prompt takes an empty slot, else the one left
+// longest ago, whose cells then go. A running sequence's prefix is copied (its stream whole, then cut). Only
+// the cells of a request that asked to keep its prompt cached (Anthropic's cache_control) are copied out to
+// host memory (llama_state_seq_get_data) when their slot is taken, and restored from there. Copying every
+// closed sequence out held up the model's thread at each request's end (~9 ms for ~300 cells of a 135M model
+// on 2 CPU cores, the last token's delivery with it; a GPU's cells came back over the bus). A fork (n choices)
+// shares its parent's slot: choices run one after
 // another, and closing a fork cuts the slot back to the parent's tokens (a recurrent model's state cannot be
 // cut: the fork saves the parent's and puts it back). Decoding goes through one
 // DecodeBatcher, so concurrent sequences share each llama_decode.
@@ -40,8 +45,13 @@ interface Slot {
   /** The tokens whose cells the KV cache holds for this sequence, in order from position 0. */
   tokens: number[];
   active: boolean;
-  /** Keep its cells saved ahead of unmarked ones once it closes (the request marked its prompt for caching). */
+  /**
+   * Its cells are to be kept when the slot is taken by another prompt (the request marked its prompt for
+   * caching): they are copied out to host memory then.
+   */
   keep: boolean;
+  /** When its last sequence closed (a count): the slot left longest ago gives up its cells first. */
+  closed: number;
 }
 
 /** What a SequenceId stands for. */
@@ -65,7 +75,7 @@ interface Waiter {
   reject(e: Error): void;
 }
 
-/** A closed sequence's cells, saved in host memory (the prompt cache). */
+/** A marked sequence's cells, copied out to host memory when its slot was taken by another prompt. */
 interface Saved {
   tokens: number[];
   data: Uint8Array;
@@ -97,8 +107,10 @@ export class LlamaChat implements ChatBackend {
   readonly #handles = new Map<SequenceId, Handle>();
   /** Prefills waiting for a slot (a client that left may still hold one until its step ends). */
   readonly #waiting: Waiter[] = [];
-  /** The prompt cache, oldest first. */
+  /** Marked prompts' cells in host memory, oldest first. */
   readonly #saved: Saved[] = [];
+  /** Counts closes (Slot.closed). */
+  #closes = 0;
   #nextHandle = 1;
   readonly #template: Template | null;
   readonly #special: Record<string, string>;
@@ -157,7 +169,7 @@ export class LlamaChat implements ChatBackend {
     };
     this.#slots = Array.from(
       { length: ctx.opts.nSeqMax },
-      (_, id) => ({ id, tokens: [], active: false, keep: false }),
+      (_, id) => ({ id, tokens: [], active: false, keep: false, closed: 0 }),
     );
     this.batcher = new DecodeBatcher(ctx, opts.nBatch, info.nVocab, ctx.opts.uBatch);
     this.backend = opts.description;
@@ -274,8 +286,8 @@ export class LlamaChat implements ChatBackend {
       h.fork.parent.suspended = false;
       return;
     }
-    if (slot.tokens.length) this.#save(slot);
-    this.#clear(slot);
+    // Its cells stay: the slot's next prompt reuses what of them it starts with.
+    slot.closed = ++this.#closes;
     this.#release(slot);
   }
 
@@ -286,10 +298,9 @@ export class LlamaChat implements ChatBackend {
   }
 
   /**
-   * Keeps a closed sequence's cells in host memory: the `parallel` latest (llama-server keeps one per slot),
-   * and apart from those the `parallel` latest of sequences whose request asked to keep its prompt cached
-   * (Anthropic's `cache_control`), so unmarked traffic in between does not push a marked prompt out. A saved
-   * prefix of the new one (the same conversation, one turn earlier) is dropped: the new one covers it.
+   * Copies a marked sequence's cells to host memory as its slot is taken by another prompt: the `parallel`
+   * latest are kept, so unmarked traffic taking every slot does not push a marked prompt out. A saved prefix
+   * of the new one (the same conversation, one turn earlier) is dropped: the new one covers it.
    */
   #save(slot: Slot): void {
     const tokens = slot.tokens;
@@ -297,29 +308,45 @@ export class LlamaChat implements ChatBackend {
       const old = this.#saved[i].tokens;
       if (old.length <= tokens.length && commonPrefix(old, tokens) === old.length) this.#saved.splice(i, 1);
     }
-    this.#saved.push({ tokens, data: this.ctx.saveSeq(slot.id), keep: slot.keep });
-    for (const keep of [false, true]) {
-      let extra = this.#saved.filter((c) => c.keep === keep).length - this.parallel;
-      for (let i = 0; i < this.#saved.length && extra > 0; i++) {
-        if (this.#saved[i].keep === keep) this.#saved.splice(i--, 1), extra--;
-      }
-    }
+    this.#saved.push({ tokens, data: this.ctx.saveSeq(slot.id), keep: true });
+    if (this.#saved.length > this.parallel) this.#saved.splice(0, this.#saved.length - this.parallel);
   }
 
   busy(): boolean {
     return this.#handles.size > 0;
   }
 
-  /** A free slot now (the lowest: concurrent sequences get consecutive ids), or the next one freed. */
-  #acquire(h: Handle): Slot | Promise<Slot> {
+  /**
+   * A free slot now, or the next one freed: one whose cells `ids` starts with whole (nothing of them is lost),
+   * else an empty one (the lowest: concurrent sequences get consecutive ids; a prefix held elsewhere is
+   * copied in), else the one whose cells `ids` starts best with (worth keeping, as for a copy), else the one
+   * left longest ago. Marked cells that `ids` does not start with are copied out before they go.
+   */
+  #acquire(h: Handle, ids: readonly number[]): Slot | Promise<Slot> {
     const bind = (slot: Slot) => {
+      if (slot.keep && commonPrefix(slot.tokens, ids) < slot.tokens.length) this.#save(slot);
       slot.active = true;
       slot.keep = h.keep;
       h.slot = slot;
       return slot;
     };
-    const free = this.#slots.find((s) => !s.active);
-    if (free) return bind(free);
+    const idle = this.#slots.filter((s) => !s.active);
+    if (idle.length) {
+      const onGpu = this.#placement.gpuLayers > 0;
+      let whole: Slot | undefined;
+      let part: Slot | undefined;
+      let bestPart = 0;
+      for (const s of idle) {
+        const len = commonPrefix(s.tokens, ids);
+        if (len === s.tokens.length && len > 0) {
+          if (!whole || len > whole.tokens.length) whole = s;
+        } else if (len > bestPart && worthCopying(len, s.tokens.length, onGpu)) bestPart = len, part = s;
+      }
+      return bind(
+        whole ?? idle.find((s) => s.tokens.length === 0) ?? part ??
+          idle.reduce((a, b) => (b.closed < a.closed ? b : a)),
+      );
+    }
     return new Promise((resolve, reject) => {
       const waiter = {
         resolve: (slot: Slot) => {
@@ -335,25 +362,29 @@ export class LlamaChat implements ChatBackend {
 
   async prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }> {
     const h = this.#handle(seq);
-    if (!h.slot) await this.#acquire(h);
+    // A slot just taken may hold an earlier sequence's cells: none of them are this sequence's own.
+    const taken = !h.slot;
+    if (!h.slot) await this.#acquire(h, ids);
     // Closed as its slot came (close released the slot).
     if (!this.#handles.has(seq)) throw new Error("the sequence was closed");
     const slot = this.#slot(seq);
     if (ids.length === 0) throw new Error("nothing to prefill");
-    const target = slot.tokens.concat(ids);
+    const own = taken ? [] : slot.tokens;
+    const target = own.concat(ids);
     if (target.length > this.contextLength) {
       throw new Error(`${target.length} tokens exceed the context window (${this.contextLength})`);
     }
-    const had = slot.tokens.length;
-    // The longest prefix of the whole sequence held anywhere: this sequence's own cells, another running
-    // sequence's (shared, no copy), or the prompt cache (restored). At least one token is decoded anew (its
-    // logits are the answer).
+    const had = own.length;
+    // The longest prefix of the whole sequence held anywhere: the slot's own cells (this sequence's, or those
+    // an earlier one left, when worth keeping), another slot's (copied), or host memory (restored). At least
+    // one token is decoded anew (its logits are the answer).
     let running: Slot | undefined;
     let saved: Saved | undefined;
-    let best = commonPrefix(slot.tokens, target);
     const onGpu = this.#placement.gpuLayers > 0;
+    let best = commonPrefix(slot.tokens, target);
+    if (taken && !worthCopying(best, slot.tokens.length, onGpu)) best = 0;
     for (const s of this.#slots) {
-      const len = s !== slot && s.active ? commonPrefix(s.tokens, target) : 0;
+      const len = s !== slot ? commonPrefix(s.tokens, target) : 0;
       if (len > best && worthCopying(len, s.tokens.length, onGpu)) best = len, running = s;
     }
     for (const c of this.#saved) {

@@ -59,28 +59,65 @@ Deno.test("llama loaders: memoryBytes is the weights as allocated plus the conte
   }
 });
 
-Deno.test("llama chat: the prompt cache lives in host memory, counted, and a later turn restores it", async () => {
+Deno.test("llama chat: a closed sequence's cells stay in its slot, nothing copied out, and a later turn reuses them", async () => {
   const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(2));
   try {
     const base = chat.memoryBytes();
-    // chat-tiny's cells: 2 layers x (K, V) x 2 KV heads x head size 32 x 2 bytes (f16) = 512 bytes a token.
-    const perToken = 512;
+    // Copying out counted: the close must not call it (it held up the model's thread at every request's end).
+    let copies = 0;
+    const saveSeq = chat.ctx.saveSeq.bind(chat.ctx);
+    chat.ctx.saveSeq = (seq) => (copies++, saveSeq(seq));
     const first = chat.render([{ role: "user", content: "Hi there!" }]);
     const a = chat.open();
     await chat.prefill(a, first);
     await chat.step(a, 42);
     chat.close(a);
     const held = [...first, 42];
-    const saved = chat.memoryBytes() - base;
-    assert.ok(saved >= held.length * perToken && saved < held.length * perToken + 4096, `${saved}`);
-    // The next turn starts with everything the first held: restored from host memory, nothing read again.
+    assert.equal(copies, 0);
+    assert.equal(chat.memoryBytes(), base);
+    // Another conversation meanwhile takes the empty slot, not the one holding the first turn.
+    const other = chat.open();
+    await chat.prefill(other, chat.render([{ role: "user", content: "Something else entirely, please." }]));
+    // The next turn starts with everything the first held: nothing read again, nothing copied.
     const b = chat.open();
-    const { cachedTokens } = await chat.prefill(b, [...held, 7, 8]);
+    const { cachedTokens, logits } = await chat.prefill(b, [...held, 7, 8]);
     assert.equal(cachedTokens, held.length);
+    const fresh = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(1));
+    try {
+      const s = fresh.open();
+      assert.ok(worstDiff(logits.slice(), (await fresh.prefill(s, [...held, 7, 8])).logits) < 1e-3);
+    } finally {
+      await fresh.dispose();
+    }
     chat.close(b);
-    // The first turn's copy is a prefix of the second's: only the second is kept.
-    const now = chat.memoryBytes() - base;
-    assert.ok(now >= (held.length + 2) * perToken && now < (held.length + 2) * perToken + 4096, `${now}`);
+    chat.close(other);
+    assert.equal(copies, 0);
+  } finally {
+    await chat.dispose();
+  }
+});
+
+Deno.test("llama chat: a marked prompt's cells are copied out when its slot is taken, counted, and restored", async () => {
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(1));
+  try {
+    const base = chat.memoryBytes();
+    // chat-tiny's cells: 2 layers x (K, V) x 2 KV heads x head size 32 x 2 bytes (f16) = 512 bytes a token.
+    const perToken = 512;
+    const marked = chat.render([{ role: "user", content: "Keep this one, please." }]);
+    const a = chat.open({ keep: true });
+    await chat.prefill(a, marked);
+    chat.close(a);
+    assert.equal(chat.memoryBytes(), base, "still in its slot");
+    // Unmarked traffic takes the only slot: the marked cells go to host memory first.
+    const b = chat.open();
+    await chat.prefill(b, chat.render([{ role: "user", content: "Unrelated traffic." }]));
+    chat.close(b);
+    const saved = chat.memoryBytes() - base;
+    assert.ok(saved >= marked.length * perToken && saved < marked.length * perToken + 4096, `${saved}`);
+    // The marked conversation's next turn is restored from there.
+    const c = chat.open();
+    assert.equal((await chat.prefill(c, [...marked, 5, 6])).cachedTokens, marked.length);
+    chat.close(c);
   } finally {
     await chat.dispose();
   }
