@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runnerCommand } from "./runner_command.ts";
+import { runnerCommand, runnerEnv } from "./runner_command.ts";
 import { crashReason, stripPaths } from "./transport.ts";
 import type { LoadRequest } from "./protocol.ts";
 import type { ModelEntry } from "../engines/types.ts";
@@ -76,4 +76,9 @@ Deno.test("runner command: a nice increment is passed on with the one permission
   const plain = runnerCommand(request("llama.cpp", { nice: 0 })).args;
   assert.doesNotMatch(flag(plain, "allow-sys")!, /setPriority/);
   assert.ok(!plain.some((a) => a.startsWith("--nice")));
+});
+
+Deno.test("runner command: OpenMP's workers sleep between graphs in a runner unless the server was given a policy", () => {
+  assert.deepEqual(runnerEnv(() => undefined), { OMP_WAIT_POLICY: "passive" });
+  assert.deepEqual(runnerEnv((name) => (name === "OMP_WAIT_POLICY" ? "active" : undefined)), {});
 });

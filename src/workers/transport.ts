@@ -55,6 +55,7 @@ const TAIL_LINES = 40;
 export function processTransport(cmd: RunnerCommand, on: TransportEvents): Transport {
   const child = new Deno.Command(cmd.command, {
     args: cmd.args,
+    env: cmd.env,
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",

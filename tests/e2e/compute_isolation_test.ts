@@ -201,7 +201,8 @@ Deno.test("a worker that dies mid-stream: an error frame, a 503 envelope, then t
 
 Deno.test({
   name:
-    "runners compute at a lower CPU priority than the server (--runner-nice), every model thread included",
+    "runners compute at a lower CPU priority than the server (--runner-nice), every model thread included, " +
+    "OpenMP's workers sleeping between graphs",
   ignore: Deno.build.os !== "linux",
   fn: async () => {
     const manifest = {
@@ -239,6 +240,9 @@ Deno.test({
           const own = threads(engine.pid!).filter((t) => t.name === "deno");
           assert.ok(own.length >= 2, `${id}: ${JSON.stringify(threads(engine.pid!))}`);
           for (const th of own) assert.equal(th.nice, Math.min(19, server + lower), `${id} ${flags}`);
+          // OpenMP's workers (llama.cpp's CPU build) sleep between graphs rather than spin on a core.
+          const environ = Deno.readTextFileSync(`/proc/${engine.pid}/environ`).split("\0");
+          assert.ok(environ.includes("OMP_WAIT_POLICY=passive"), `${id}: no OMP_WAIT_POLICY=passive`);
         }
       } finally {
         await t.close();
