@@ -55,7 +55,6 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
   const it = source[Symbol.asyncIterator]();
   const first = await it.next();
   const done = opts.done ?? true;
-  let finished = false;
   const ending: Ending = { ended: false, listeners: [] };
   const end = () => {
     if (ending.ended) return;
@@ -66,7 +65,6 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
     start(controller) {
       if (!first.done) controller.enqueue(frame(first.value, opts.named));
       else {
-        finished = true;
         if (done) controller.enqueue(frame("[DONE]"));
         controller.close();
         end();
@@ -76,7 +74,6 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
       try {
         const next = await it.next();
         if (next.done) {
-          finished = true;
           if (done) controller.enqueue(frame("[DONE]"));
           controller.close();
           end();
@@ -84,7 +81,6 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
         }
         controller.enqueue(frame(next.value, opts.named));
       } catch (err) {
-        finished = true;
         const api = toApiError(err);
         if (api.status >= 500) opts.log?.error("stream failed", { error: String(err) });
         controller.enqueue(
@@ -104,7 +100,8 @@ export async function sseResponse(source: AsyncIterable<unknown>, opts: SseOptio
     },
     async cancel() {
       try {
-        if (!finished) await it.return?.();
+        // A source that ended on its own needs no stopping.
+        if (!ending.ended) await it.return?.();
       } finally {
         end();
       }

@@ -79,7 +79,6 @@ interface Waiter {
 interface Saved {
   tokens: number[];
   data: Uint8Array;
-  keep: boolean;
 }
 
 const utf8 = new TextDecoder();
@@ -308,7 +307,7 @@ export class LlamaChat implements ChatBackend {
       const old = this.#saved[i].tokens;
       if (old.length <= tokens.length && commonPrefix(old, tokens) === old.length) this.#saved.splice(i, 1);
     }
-    this.#saved.push({ tokens, data: this.ctx.saveSeq(slot.id), keep: true });
+    this.#saved.push({ tokens, data: this.ctx.saveSeq(slot.id) });
     if (this.#saved.length > this.parallel) this.#saved.splice(0, this.#saved.length - this.parallel);
   }
 
