@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { memoryLogger } from "../../log.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadLlamaChat, loadLlamaEmbedding } from "./mod.ts";
-import { worthCopying } from "./chat.ts";
+import { pickSlot, type SlotChoice, worthCopying } from "./chat.ts";
 
 const MODELS = fileURLToPath(new URL("../../../models/generated/", import.meta.url));
 
@@ -241,6 +241,68 @@ Deno.test("llama chat: KV streams per slot: forks share it, a running prefix is 
     await chat.dispose();
     await fresh.dispose();
   }
+});
+
+Deno.test("llama chat: a prompt takes a slot next to the running ones, so a round's sequence ids stay consecutive", async () => {
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(5));
+  try {
+    // The sequence ids of every llama_decode call.
+    const rounds: number[][] = [];
+    const decode = chat.ctx.decode.bind(chat.ctx);
+    chat.ctx.decode = (tokens, pos, seq, out, logits) => (
+      rounds.push([...seq.subarray(0, tokens.length)]), decode(tokens, pos, seq, out, logits)
+    );
+    const seqs = [];
+    for (const text of ["one", "two", "three", "four", "five"]) {
+      const s = chat.open();
+      await chat.prefill(s, chat.render([{ role: "user", content: `Tell me about ${text}.` }]));
+      seqs.push(s);
+    }
+    // Slots 0..4 in order; the 5th, 2nd and 4th close in that order, so the slot left longest ago is the 5th,
+    // two ids away from the running ones (0 and 2).
+    for (const i of [4, 1, 3]) chat.close(seqs[i]);
+    // A prompt sharing nothing with any slot's cells (no template opening either).
+    const late = chat.open();
+    await chat.prefill(late, [7, 8, 9, 10, 11]);
+    rounds.length = 0;
+    await Promise.all([chat.step(seqs[0], 11), chat.step(seqs[2], 12), chat.step(late, 13)]);
+    // One round, its ids one run (0, 1, 2): llama.cpp computes it in one micro-batch, not three.
+    assert.deepEqual(rounds.map((r) => [...new Set(r)].sort((x, y) => x - y)), [[0, 1, 2]]);
+    for (const s of [seqs[0], seqs[2], late]) chat.close(s);
+  } finally {
+    await chat.dispose();
+  }
+});
+
+Deno.test("llama chat: pickSlot: next to running slots first (both sides first), then empty, a kept prefix, least recent", () => {
+  const slot = (id: number, o: Partial<SlotChoice> = {}): SlotChoice => ({
+    id,
+    tokens: [1, 2],
+    active: false,
+    closed: id,
+    ...o,
+  });
+  const pick = (slots: SlotChoice[], part?: SlotChoice) =>
+    pickSlot(slots.filter((s) => !s.active), slots, part).id;
+  // Nothing running: an empty slot, else the kept prefix, else the one left longest ago.
+  assert.equal(pick([slot(0, { closed: 5 }), slot(1, { tokens: [] }), slot(2, { closed: 1 })]), 1);
+  const held = [slot(0, { closed: 5 }), slot(1, { closed: 3 }), slot(2, { closed: 9 })];
+  assert.equal(pick(held, held[2]), 2);
+  assert.equal(pick(held), 1);
+  // Running 0 and 2: slot 1 joins both, before an empty slot 4 and the least recently used 3.
+  const mixed = [
+    slot(0, { active: true }),
+    slot(1, { closed: 8 }),
+    slot(2, { active: true }),
+    slot(3, { closed: 0 }),
+    slot(4, { tokens: [] }),
+  ];
+  assert.equal(pick(mixed), 1);
+  // Running 2 only: 1 and 3 are both next to it; the empty one of them wins, else the least recent.
+  const one = [slot(0), slot(1, { closed: 4 }), slot(2, { active: true }), slot(3, { closed: 6 }), slot(4)];
+  assert.equal(pick(one), 1);
+  one[3] = slot(3, { tokens: [] });
+  assert.equal(pick(one), 3);
 });
 
 Deno.test("llama chat: a request arriving while a stream generates is read within a round or two", async () => {
