@@ -4,9 +4,9 @@
 // as the transformers.js backend, and tokenize with libllama. Sequences map to
 // llama.cpp sequence ids. The prompt cache is the KV cache itself: a closed sequence's cells stay in its slot
 // (llama-server's way), and a later prompt that starts the same way (system prompt, tools, the conversation so
-// far) takes that slot and reads only the rest; otherwise a prompt takes a slot next to the running ones
-// (llama.cpp decodes only consecutive sequence ids together, see pickSlot), an empty one before one holding
-// cells, and of those the one left longest ago, whose cells then go. A running sequence's prefix is copied (its stream whole, then cut). Only
+// far) takes that slot and reads only the rest; otherwise a prompt takes an empty slot, else one holding a
+// prefix worth keeping, else one of those left longest ago, whose cells then go; each time preferring a slot
+// next to the running ones (llama.cpp decodes only consecutive sequence ids together, see pickSlot). A running sequence's prefix is copied (its stream whole, then cut). Only
 // the cells of a request that asked to keep its prompt cached (Anthropic's cache_control) are copied out to
 // host memory (llama_state_seq_get_data) when their slot is taken, and restored from there. Copying every
 // closed sequence out held up the model's thread at each request's end (~9 ms for ~300 cells of a 135M model
@@ -334,15 +334,19 @@ export class LlamaChat implements ChatBackend {
     if (idle.length) {
       const onGpu = this.#placement.gpuLayers > 0;
       let whole: Slot | undefined;
-      let part: Slot | undefined;
+      let parts: Slot[] = [];
       let bestPart = 0;
       for (const s of idle) {
         const len = commonPrefix(s.tokens, ids);
         if (len === s.tokens.length && len > 0) {
           if (!whole || len > whole.tokens.length) whole = s;
-        } else if (len > bestPart && worthCopying(len, s.tokens.length, onGpu)) bestPart = len, part = s;
+        } else if (len >= bestPart && len > 0 && worthCopying(len, s.tokens.length, onGpu)) {
+          if (len > bestPart) parts = [];
+          bestPart = len;
+          parts.push(s);
+        }
       }
-      return bind(whole ?? pickSlot(idle, this.#slots, part));
+      return bind(whole ?? pickSlot(idle, this.#slots, new Set(parts)));
     }
     return new Promise((resolve, reject) => {
       const waiter = {
@@ -471,24 +475,36 @@ export class LlamaChat implements ChatBackend {
 }
 
 /**
- * The slot a prompt takes when none holds cells it extends: first one next to the running sequences' slots
- * (two running neighbours before one, none last), then an empty one, then the one holding the best prefix
- * worth keeping in place (`part`), then the one left longest ago. llama.cpp computes a round over KV streams
- * per sequence in micro-batches of consecutive sequence ids only (llama_batch_allocr::split_equal), so every
- * gap between the ids of sequences decoded together is one more pass over the weights: 8 streams of the
- * SmolLM2-shaped Q4_0 file on 2 CPU threads stepped in 30-37 ms with ids 0-7 and 58-63 ms with ids 0, 2, ..., 14,
- * and slots taken by least recent use scatter the ids as requests of different lengths come and go. A prefix
- * held elsewhere is still copied in (prefill); what is lost is the taken slot's own cells.
+ * The slot a prompt takes when none holds cells it extends: an empty one; else one holding the longest prefix
+ * worth keeping (`parts`, read in place; with a shared system prompt every slot does); else, of the older half
+ * of the idle slots by when they were left, so a conversation between two turns keeps its cells as under least
+ * recent use, the one that is next to the most running sequences, then the one left longest ago. Each choice
+ * prefers slots next to running ones: llama.cpp computes a round over KV streams per sequence in micro-batches
+ * of consecutive sequence ids only (llama_batch_allocr::split_equal), so every gap between the ids decoded
+ * together is one more pass over the weights at every step (8 streams of the SmolLM2-shaped Q4_0 file, 2 CPU
+ * threads: 30-37 ms a step with ids 0-7, 58-63 ms with 0, 2, ..., 14), and least recent use alone scatters the
+ * ids as requests of different lengths come and go.
  */
-export function pickSlot<S extends SlotChoice>(idle: readonly S[], all: readonly SlotChoice[], part?: S): S {
+export function pickSlot<S extends SlotChoice>(
+  idle: readonly S[],
+  all: readonly SlotChoice[],
+  parts: ReadonlySet<S> = new Set(),
+): S {
   const running = new Set(all.filter((s) => s.active).map((s) => s.id));
-  const neighbours = (s: S) => Number(running.has(s.id - 1)) + Number(running.has(s.id + 1));
-  const rank = (s: S) => [neighbours(s), s.tokens.length === 0 ? 1 : 0, s === part ? 1 : 0, -s.closed];
-  return idle.reduce((a, b) => {
-    const ra = rank(a), rb = rank(b);
-    for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return rb[i] > ra[i] ? b : a;
-    return a.id <= b.id ? a : b;
-  });
+  const next = (s: S) => Number(running.has(s.id - 1)) + Number(running.has(s.id + 1));
+  const best = (xs: readonly S[]) =>
+    xs.reduce((a, b) =>
+      next(b) > next(a) ||
+        (next(b) === next(a) && (b.closed < a.closed || (b.closed === a.closed && b.id < a.id)))
+        ? b
+        : a
+    );
+  const empty = idle.filter((s) => s.tokens.length === 0);
+  if (empty.length) return best(empty);
+  const held = idle.filter((s) => parts.has(s));
+  if (held.length) return best(held);
+  const byAge = [...idle].sort((a, b) => a.closed - b.closed);
+  return best(byAge.slice(0, Math.ceil(byAge.length / 2)));
 }
 
 /** What pickSlot reads of a slot. */

@@ -274,7 +274,7 @@ Deno.test("llama chat: a prompt takes a slot next to the running ones, so a roun
   }
 });
 
-Deno.test("llama chat: pickSlot: next to running slots first (both sides first), then empty, a kept prefix, least recent", () => {
+Deno.test("llama chat: pickSlot: empty, then a held prefix, then the older half; next to running slots first", () => {
   const slot = (id: number, o: Partial<SlotChoice> = {}): SlotChoice => ({
     id,
     tokens: [1, 2],
@@ -282,27 +282,25 @@ Deno.test("llama chat: pickSlot: next to running slots first (both sides first),
     closed: id,
     ...o,
   });
-  const pick = (slots: SlotChoice[], part?: SlotChoice) =>
-    pickSlot(slots.filter((s) => !s.active), slots, part).id;
-  // Nothing running: an empty slot, else the kept prefix, else the one left longest ago.
-  assert.equal(pick([slot(0, { closed: 5 }), slot(1, { tokens: [] }), slot(2, { closed: 1 })]), 1);
-  const held = [slot(0, { closed: 5 }), slot(1, { closed: 3 }), slot(2, { closed: 9 })];
-  assert.equal(pick(held, held[2]), 2);
-  assert.equal(pick(held), 1);
-  // Running 0 and 2: slot 1 joins both, before an empty slot 4 and the least recently used 3.
-  const mixed = [
-    slot(0, { active: true }),
-    slot(1, { closed: 8 }),
-    slot(2, { active: true }),
-    slot(3, { closed: 0 }),
-    slot(4, { tokens: [] }),
-  ];
-  assert.equal(pick(mixed), 1);
-  // Running 2 only: 1 and 3 are both next to it; the empty one of them wins, else the least recent.
-  const one = [slot(0), slot(1, { closed: 4 }), slot(2, { active: true }), slot(3, { closed: 6 }), slot(4)];
-  assert.equal(pick(one), 1);
-  one[3] = slot(3, { tokens: [] });
-  assert.equal(pick(one), 3);
+  const pick = (slots: SlotChoice[], parts: SlotChoice[] = []) =>
+    pickSlot(slots.filter((s) => !s.active), slots, new Set(parts)).id;
+  // Nothing running: an empty slot, else a held prefix, else the one left longest ago.
+  const idle = [slot(0, { closed: 5 }), slot(1, { tokens: [] }), slot(2, { closed: 1 })];
+  assert.equal(pick(idle, [idle[0]]), 1);
+  idle[1] = slot(1, { closed: 3 });
+  assert.equal(pick(idle, [idle[0]]), 0);
+  assert.equal(pick(idle), 2);
+  // Running 0 and 4: of the empty 2 and 5, the one next to a running slot; of held prefixes in 1 and 3, the
+  // same; of neither, the older half (left at 1 and 2: slots 3 and 6) gives the one next to running 4.
+  const run = (o: Record<number, Partial<SlotChoice>>) =>
+    [0, 1, 2, 3, 4, 5, 6].map((id) => slot(id, { closed: [0, 9, 8, 1, 0, 7, 2][id], ...o[id] }));
+  const a = run({ 0: { active: true }, 4: { active: true }, 2: { tokens: [] }, 5: { tokens: [] } });
+  assert.equal(pick(a), 5);
+  const b = run({ 0: { active: true }, 4: { active: true } });
+  assert.equal(pick(b, [b[1], b[2]]), 1);
+  assert.equal(pick(b), 3);
+  // Running 0 only: slot 1 next to it was left recently (9), outside the older half (4, 3, 6): least recent.
+  assert.equal(pick(run({ 0: { active: true } })), 4);
 });
 
 Deno.test("llama chat: a request arriving while a stream generates is read within a round or two", async () => {
