@@ -4,14 +4,17 @@
 // --streams), each with a prompt of ~--prompt-tokens tokens that shares no prefix with any other request (a
 // request-unique opening; a warm-up no measured request shares), exactly --new-tokens new tokens, under three
 // workloads: temperature 1 with a per-request seed (ignore_eos), greedy (temperature 0, --greedy-streams), and
-// a json_schema answer too long to finish (--json-streams); one long prompt alone for prefill speed; and, with
+// a json_schema answer too long to finish (--json-streams), and sampled again after a churn of requests of
+// mixed lengths that leaves the slots used in scattered order (--mixed-streams; the churn is --parallel
+// requests); one long prompt alone for prefill speed; and, with
 // --embed-gguf, bursts of --embed-requests embedding requests on that file (llama-server --embeddings).
 // /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode tok/s, aggregate
 // tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio to llama-server.
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]
-//   [--streams 1,4,8,16] [--greedy-streams 1,8] [--json-streams 8] [--rounds 2] [--new-tokens 64]
+//   [--streams 1,4,8,16] [--greedy-streams 1,8] [--json-streams 8] [--mixed-streams 8] [--parallel N]
+//   [--rounds 2] [--new-tokens 64]
 //   [--prompt-tokens 250] [--threads N] [--gpu-layers N] [--llama-lib DIR] [--ctx 2048] [--json OUT.json]
 //   [--llama-bench BIN] [--embed-requests 32] [--embed-repeat 4]
 // With --llama-bench, libllama's own loop on the same file is the baseline of one stream too: llama-bench's
@@ -32,6 +35,9 @@ const { values } = parseArgs({
     streams: { type: "string", default: "1,4,8,16" },
     "greedy-streams": { type: "string", default: "1,8" },
     "json-streams": { type: "string", default: "8" },
+    "mixed-streams": { type: "string", default: "8" },
+    /** Slots of both servers (default: the most streams of any load). */
+    parallel: { type: "string" },
     rounds: { type: "string", default: "2" },
     "new-tokens": { type: "string", default: "64" },
     "prompt-tokens": { type: "string", default: "250" },
@@ -54,12 +60,13 @@ const LOADS: [Workload, number[]][] = [
   ["sampled", list(values.streams!)],
   ["greedy", list(values["greedy-streams"]!)],
   ["json", list(values["json-streams"]!)],
+  ["mixed", list(values["mixed-streams"]!)],
 ];
 const ROUNDS = Number(values.rounds);
 const NEW = Number(values["new-tokens"]);
 const THREADS = values.threads!;
 const CTX = Number(values.ctx);
-const PARALLEL = Math.max(...LOADS.flatMap(([, n]) => n));
+const PARALLEL = Number(values.parallel ?? Math.max(...LOADS.flatMap(([, n]) => n)));
 const GPU_LAYERS = Number(values["gpu-layers"]);
 const GPU = GPU_LAYERS !== 0;
 // Words per prompt, sized once per file from what the model's tokenizer makes of them (see calibrate()).
@@ -197,7 +204,8 @@ for (const file of values.gguf?.split(",") ?? []) {
         await chat(s.url, words(nextId++, PROMPT_WORDS), 8, 0);
         for (const [workload, counts] of LOADS) {
           for (const n of counts) {
-            const { health: h, ...r } = await burst(s.url, n, ids, PROMPT_WORDS, NEW, workload);
+            const churn = workload === "mixed" ? PARALLEL : 0;
+            const { health: h, ...r } = await burst(s.url, n, ids, PROMPT_WORDS, NEW, workload, churn);
             health[s.name].push(...h);
             rows.push({ file: name, workload, streams: n, server: s.name, ...r });
             console.error(

@@ -21,7 +21,12 @@ export function words(id: number, n: number): string {
 }
 
 /** What a burst's requests ask for. */
-export type Workload = "sampled" | "greedy" | "json";
+/**
+ * `mixed`: sampled streams, each with a system message of its own, measured after a churn of such requests of
+ * different lengths, which finish at different times: the slots a burst gets are the ones a server's slot
+ * choice leaves it (see burst's `churn`).
+ */
+export type Workload = "sampled" | "greedy" | "json" | "mixed";
 
 /** A schema no 64-token answer can complete (so both servers generate exactly max_tokens). */
 const LONG_LIST = {
@@ -53,7 +58,10 @@ export async function chat(
     headers: { "content-type": "application/json" },
     body: JSON.stringify({
       model: "bench",
-      messages: [{ role: "user", content: text }],
+      // A system message of its own (no prefix shared with other requests beyond the template's first tokens).
+      messages: workload === "mixed"
+        ? [{ role: "system", content: `Session ${seed}.` }, { role: "user", content: text }]
+        : [{ role: "user", content: text }],
       stream: true,
       stream_options: { include_usage: true },
       max_tokens: maxTokens,
@@ -140,7 +148,11 @@ export interface BurstResult {
   health: number[];
 }
 
-/** N chats arriving together, each with a prompt of its own; /health probed all the while. */
+/**
+ * N chats arriving together, each with a prompt of its own; /health probed all the while. First, not
+ * measured, `churn` chats of 4 to 49 new tokens arriving together (short prompts of their own), so slots are
+ * left in an order other than their ids', as a server's traffic leaves them.
+ */
 export async function burst(
   url: string,
   n: number,
@@ -148,7 +160,14 @@ export async function burst(
   promptWords: number,
   newTokens: number,
   workload: Workload,
+  churn = 0,
 ): Promise<BurstResult> {
+  await Promise.all(
+    Array.from({ length: churn }, (_, i) => {
+      const id = ids();
+      return chat(url, words(id, 20), 4 + ((i * 7) % 16) * 3, id, "mixed");
+    }),
+  );
   const probe = healthProbe(url);
   const t0 = performance.now();
   const results = await Promise.all(
