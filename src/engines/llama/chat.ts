@@ -4,9 +4,8 @@
 // as the transformers.js backend, and tokenize with libllama. Sequences map to
 // llama.cpp sequence ids. The prompt cache is the KV cache itself: a closed sequence's cells stay in its slot
 // (llama-server's way), and a later prompt that starts the same way (system prompt, tools, the conversation so
-// far) takes that slot and reads only the rest; otherwise a prompt takes an empty slot, else one holding a
-// prefix worth keeping, else one of those left longest ago, whose cells then go; each time preferring a slot
-// next to the running ones (llama.cpp decodes only consecutive sequence ids together, see pickSlot). A running sequence's prefix is copied (its stream whole, then cut). Only
+// far) takes that slot and reads only the rest; otherwise a prompt takes an empty slot, else the one left
+// longest ago, whose cells then go. A running sequence's prefix is copied (its stream whole, then cut). Only
 // the cells of a request that asked to keep its prompt cached (Anthropic's cache_control) are copied out to
 // host memory (llama_state_seq_get_data) when their slot is taken, and restored from there. Copying every
 // closed sequence out held up the model's thread at each request's end (~9 ms for ~300 cells of a 135M model
@@ -334,19 +333,18 @@ export class LlamaChat implements ChatBackend {
     if (idle.length) {
       const onGpu = this.#placement.gpuLayers > 0;
       let whole: Slot | undefined;
-      let parts: Slot[] = [];
+      let part: Slot | undefined;
       let bestPart = 0;
       for (const s of idle) {
         const len = commonPrefix(s.tokens, ids);
         if (len === s.tokens.length && len > 0) {
           if (!whole || len > whole.tokens.length) whole = s;
-        } else if (len >= bestPart && len > 0 && worthCopying(len, s.tokens.length, onGpu)) {
-          if (len > bestPart) parts = [];
-          bestPart = len;
-          parts.push(s);
-        }
+        } else if (len > bestPart && worthCopying(len, s.tokens.length, onGpu)) bestPart = len, part = s;
       }
-      return bind(whole ?? pickSlot(idle, this.#slots, new Set(parts)));
+      return bind(
+        whole ?? idle.find((s) => s.tokens.length === 0) ?? part ??
+          idle.reduce((a, b) => (b.closed < a.closed ? b : a)),
+      );
     }
     return new Promise((resolve, reject) => {
       const waiter = {
@@ -473,42 +471,6 @@ export class LlamaChat implements ChatBackend {
     slot.tokens = [];
   }
 }
-
-/**
- * The slot a prompt takes when none holds cells it extends: an empty one; else one holding the longest prefix
- * worth keeping (`parts`, read in place; with a shared system prompt every slot does); else, of the older half
- * of the idle slots by when they were left, so a conversation between two turns keeps its cells as under least
- * recent use, the one that is next to the most running sequences, then the one left longest ago. Each choice
- * prefers slots next to running ones: llama.cpp computes a round over KV streams per sequence in micro-batches
- * of consecutive sequence ids only (llama_batch_allocr::split_equal), so every gap between the ids decoded
- * together is one more pass over the weights at every step (8 streams of the SmolLM2-shaped Q4_0 file, 2 CPU
- * threads: 30-37 ms a step with ids 0-7, 58-63 ms with 0, 2, ..., 14), and least recent use alone scatters the
- * ids as requests of different lengths come and go.
- */
-export function pickSlot<S extends SlotChoice>(
-  idle: readonly S[],
-  all: readonly SlotChoice[],
-  parts: ReadonlySet<S> = new Set(),
-): S {
-  const running = new Set(all.filter((s) => s.active).map((s) => s.id));
-  const next = (s: S) => Number(running.has(s.id - 1)) + Number(running.has(s.id + 1));
-  const best = (xs: readonly S[]) =>
-    xs.reduce((a, b) =>
-      next(b) > next(a) ||
-        (next(b) === next(a) && (b.closed < a.closed || (b.closed === a.closed && b.id < a.id)))
-        ? b
-        : a
-    );
-  const empty = idle.filter((s) => s.tokens.length === 0);
-  if (empty.length) return best(empty);
-  const held = idle.filter((s) => parts.has(s));
-  if (held.length) return best(held);
-  const byAge = [...idle].sort((a, b) => a.closed - b.closed);
-  return best(byAge.slice(0, Math.ceil(byAge.length / 2)));
-}
-
-/** What pickSlot reads of a slot. */
-export type SlotChoice = Pick<Slot, "id" | "tokens" | "active" | "closed">;
 
 /**
  * Whether `len` tokens of a prefix are worth copying `held` cells for (another stream's cells copy whole, a

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { memoryLogger } from "../../log.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadLlamaChat, loadLlamaEmbedding } from "./mod.ts";
-import { pickSlot, type SlotChoice, worthCopying } from "./chat.ts";
+import { worthCopying } from "./chat.ts";
 
 const MODELS = fileURLToPath(new URL("../../../models/generated/", import.meta.url));
 
@@ -241,66 +241,6 @@ Deno.test("llama chat: KV streams per slot: forks share it, a running prefix is 
     await chat.dispose();
     await fresh.dispose();
   }
-});
-
-Deno.test("llama chat: a prompt takes a slot next to the running ones, so a round's sequence ids stay consecutive", async () => {
-  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(5));
-  try {
-    // The sequence ids of every llama_decode call.
-    const rounds: number[][] = [];
-    const decode = chat.ctx.decode.bind(chat.ctx);
-    chat.ctx.decode = (tokens, pos, seq, out, logits) => (
-      rounds.push([...seq.subarray(0, tokens.length)]), decode(tokens, pos, seq, out, logits)
-    );
-    const seqs = [];
-    for (const text of ["one", "two", "three", "four", "five"]) {
-      const s = chat.open();
-      await chat.prefill(s, chat.render([{ role: "user", content: `Tell me about ${text}.` }]));
-      seqs.push(s);
-    }
-    // Slots 0..4 in order; the 5th, 2nd and 4th close in that order, so the slot left longest ago is the 5th,
-    // two ids away from the running ones (0 and 2).
-    for (const i of [4, 1, 3]) chat.close(seqs[i]);
-    // A prompt sharing nothing with any slot's cells (no template opening either).
-    const late = chat.open();
-    await chat.prefill(late, [7, 8, 9, 10, 11]);
-    rounds.length = 0;
-    await Promise.all([chat.step(seqs[0], 11), chat.step(seqs[2], 12), chat.step(late, 13)]);
-    // One round, its ids one run (0, 1, 2): llama.cpp computes it in one micro-batch, not three.
-    assert.deepEqual(rounds.map((r) => [...new Set(r)].sort((x, y) => x - y)), [[0, 1, 2]]);
-    for (const s of [seqs[0], seqs[2], late]) chat.close(s);
-  } finally {
-    await chat.dispose();
-  }
-});
-
-Deno.test("llama chat: pickSlot: empty, then a held prefix, then the older half; next to running slots first", () => {
-  const slot = (id: number, o: Partial<SlotChoice> = {}): SlotChoice => ({
-    id,
-    tokens: [1, 2],
-    active: false,
-    closed: id,
-    ...o,
-  });
-  const pick = (slots: SlotChoice[], parts: SlotChoice[] = []) =>
-    pickSlot(slots.filter((s) => !s.active), slots, new Set(parts)).id;
-  // Nothing running: an empty slot, else a held prefix, else the one left longest ago.
-  const idle = [slot(0, { closed: 5 }), slot(1, { tokens: [] }), slot(2, { closed: 1 })];
-  assert.equal(pick(idle, [idle[0]]), 1);
-  idle[1] = slot(1, { closed: 3 });
-  assert.equal(pick(idle, [idle[0]]), 0);
-  assert.equal(pick(idle), 2);
-  // Running 0 and 4: of the empty 2 and 5, the one next to a running slot; of held prefixes in 1 and 3, the
-  // same; of neither, the older half (left at 1 and 2: slots 3 and 6) gives the one next to running 4.
-  const run = (o: Record<number, Partial<SlotChoice>>) =>
-    [0, 1, 2, 3, 4, 5, 6].map((id) => slot(id, { closed: [0, 9, 8, 1, 0, 7, 2][id], ...o[id] }));
-  const a = run({ 0: { active: true }, 4: { active: true }, 2: { tokens: [] }, 5: { tokens: [] } });
-  assert.equal(pick(a), 5);
-  const b = run({ 0: { active: true }, 4: { active: true } });
-  assert.equal(pick(b, [b[1], b[2]]), 1);
-  assert.equal(pick(b), 3);
-  // Running 0 only: slot 1 next to it was left recently (9), outside the older half (4, 3, 6): least recent.
-  assert.equal(pick(run({ 0: { active: true } })), 4);
 });
 
 Deno.test("llama chat: a request arriving while a stream generates is read within a round or two", async () => {
