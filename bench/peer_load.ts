@@ -20,11 +20,10 @@ export function words(id: number, n: number): string {
   return out.join(" ");
 }
 
-/** What a burst's requests ask for. */
 /**
- * `mixed`: sampled streams, each with a system message of its own, measured after a churn of such requests of
- * different lengths, which finish at different times: the slots a burst gets are the ones a server's slot
- * choice leaves it (see burst's `churn`).
+ * What a burst's requests ask for. `mixed`: sampled streams, each with a system message of its own, measured
+ * after a churn of such requests of different lengths, which finish at different times: the slots a burst
+ * gets are the ones a server's slot choice leaves it (see burst's `churn`).
  */
 export type Workload = "sampled" | "greedy" | "json" | "mixed";
 
