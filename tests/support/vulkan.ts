@@ -7,7 +7,18 @@ import { REPO_ROOT, type SpawnedServer, spawnServer } from "../helpers.ts";
 
 export const VULKAN_SHIM = join(REPO_ROOT, "native/build/llama/lib-vulkan/libllama_shim.so");
 export const WHISPER_VULKAN_SHIM = join(REPO_ROOT, "native/build/lib-vulkan/libwhisper_shim.so");
-export const VULKAN_ICD = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
+/** Where Mesa puts lavapipe's ICD file: Mesa 22 named it per architecture, later releases do not. */
+export const VULKAN_ICDS = [
+  "/usr/share/vulkan/icd.d/lvp_icd.json",
+  "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+];
+/**
+ * The oldest Mesa these tests trust. Debian 12's own 22.3.6 corrupts its heap inside lavapipe's queue thread
+ * while llama.cpp decodes several sequences of one context (a replay of the server's llama calls in plain C,
+ * no Deno, aborted in "corrupted double-linked list" or segfaulted in 2 of 3 runs); 25.0.7 from
+ * bookworm-backports ran the same replay and the 8-stream test clean (.ci/run installs it).
+ */
+export const MESA_MIN = "25.0";
 
 /** Why the Vulkan tests cannot run here (null: they can); on CI (CI=true) that is an error, not a skip. */
 export function vulkanMissing(what: string, whisper = false): string | null {
@@ -15,18 +26,59 @@ export function vulkanMissing(what: string, whisper = false): string | null {
     whisper
       ? [WHISPER_VULKAN_SHIM, "deno run -A native/build.ts --gpu vulkan"]
       : [VULKAN_SHIM, "deno run -A native/llama.ts --variant vulkan"],
-    [VULKAN_ICD, "Debian's mesa-vulkan-drivers"],
   ];
+  const fail = (why: string) => {
+    if (Deno.env.get("CI")) throw new Error(`${what} cannot run on CI: ${why}`);
+    return why;
+  };
   for (const [file, how] of needs) {
-    try {
-      Deno.statSync(file);
-    } catch {
-      const why = `${file} is missing (${how})`;
-      if (Deno.env.get("CI")) throw new Error(`${what} cannot run on CI: ${why}`);
-      return why;
-    }
+    if (!exists(file)) return fail(`${file} is missing (${how})`);
+  }
+  if (!VULKAN_ICDS.some(exists)) {
+    return fail(`Mesa's lavapipe is missing (${VULKAN_ICDS.join(" or ")}; Debian's mesa-vulkan-drivers)`);
+  }
+  const mesa = mesaVersion();
+  if (mesa && versionBelow(mesa, MESA_MIN)) {
+    return fail(
+      `mesa-vulkan-drivers ${mesa} is older than ${MESA_MIN}: its lavapipe corrupts memory under llama.cpp's ` +
+        "batched decoding (install it from bookworm-backports, as .ci/run does)",
+    );
   }
   return null;
+}
+
+function exists(file: string): boolean {
+  try {
+    return Deno.statSync(file).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** The installed mesa-vulkan-drivers' version where dpkg says (Debian and its kin), else null. */
+function mesaVersion(): string | null {
+  try {
+    const out = new Deno.Command("dpkg-query", {
+      args: ["-W", "-f=${Version}", "mesa-vulkan-drivers"],
+      stdout: "piped",
+      stderr: "null",
+    }).outputSync();
+    const v = new TextDecoder().decode(out.stdout).trim();
+    return out.success && v ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a Debian version ("25.0.7-2~bpo12+1", "1:22.3.6-1") is below `min` ("25.0"), by its numeric parts. */
+export function versionBelow(version: string, min: string): boolean {
+  const nums = (v: string) => v.replace(/^\d+:/, "").split(/[^0-9]+/).filter(Boolean).map(Number);
+  const a = nums(version);
+  const b = nums(min);
+  for (let i = 0; i < b.length; i++) {
+    if ((a[i] ?? 0) !== b[i]) return (a[i] ?? 0) < b[i];
+  }
+  return false;
 }
 
 /** ggml-vulkan takes a CPU-type device (llvmpipe) only when told to; the loader wants a runtime dir. */
