@@ -55,30 +55,24 @@ function exists(file: string): boolean {
   }
 }
 
-/** The installed mesa-vulkan-drivers' version where dpkg says (Debian and its kin), else null. */
+/** The installed mesa-vulkan-drivers' version where dpkg knows it (Debian and its kin), else null. */
 function mesaVersion(): string | null {
+  const out = dpkg("dpkg-query", ["-W", "-f=${Version}", "mesa-vulkan-drivers"]);
+  const v = out ? new TextDecoder().decode(out.stdout).trim() : "";
+  return out?.success && v ? v : null;
+}
+
+/** dpkg's own ordering of Debian versions (epochs, "~" pre-releases), as .ci/run compares them. */
+function versionBelow(version: string, min: string): boolean {
+  return dpkg("dpkg", ["--compare-versions", version, "lt", min])?.success ?? false;
+}
+
+function dpkg(command: string, args: string[]): Deno.CommandOutput | null {
   try {
-    const out = new Deno.Command("dpkg-query", {
-      args: ["-W", "-f=${Version}", "mesa-vulkan-drivers"],
-      stdout: "piped",
-      stderr: "null",
-    }).outputSync();
-    const v = new TextDecoder().decode(out.stdout).trim();
-    return out.success && v ? v : null;
+    return new Deno.Command(command, { args, stdout: "piped", stderr: "null" }).outputSync();
   } catch {
     return null;
   }
-}
-
-/** Whether a Debian version ("25.0.7-2~bpo12+1", "1:22.3.6-1") is below `min` ("25.0"), by its numeric parts. */
-export function versionBelow(version: string, min: string): boolean {
-  const nums = (v: string) => v.replace(/^\d+:/, "").split(/[^0-9]+/).filter(Boolean).map(Number);
-  const a = nums(version);
-  const b = nums(min);
-  for (let i = 0; i < b.length; i++) {
-    if ((a[i] ?? 0) !== b[i]) return (a[i] ?? 0) < b[i];
-  }
-  return false;
 }
 
 /** ggml-vulkan takes a CPU-type device (llvmpipe) only when told to; the loader wants a runtime dir. */
