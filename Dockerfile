@@ -44,9 +44,17 @@ RUN deno run -A native/build.ts --if-missing \
 
 FROM ${BASE} AS runtime
 ARG LLAMA_VARIANT=cpu
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+# Debian 12's own Mesa (22.3.6) corrupts its heap in lavapipe under llama.cpp's batched decoding, and its RADV
+# and ANV are as old: the Vulkan image on bookworm takes Mesa 25 from bookworm-backports, as CI does (.ci/run).
+RUN mesa=mesa-vulkan-drivers; \
+    if [ "${LLAMA_VARIANT}" = vulkan ] && grep -qs 'VERSION_CODENAME=bookworm' /etc/os-release; then \
+        printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+            > /etc/apt/sources.list.d/bookworm-backports.sources; \
+        mesa=mesa-vulkan-drivers/bookworm-backports; \
+    fi; \
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         ca-certificates curl libgomp1 ffmpeg \
-        $(if [ "${LLAMA_VARIANT}" = vulkan ]; then echo libvulkan1 mesa-vulkan-drivers; fi) \
+        $(if [ "${LLAMA_VARIANT}" = vulkan ]; then echo libvulkan1 "$mesa"; fi) \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 10001 app
 COPY --from=build /usr/local/bin/deno /usr/local/bin/deno

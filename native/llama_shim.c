@@ -51,9 +51,9 @@ static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
  * decodes in its own worker thread, and ggml's GPU backends keep one device object per GPU for the whole process
  * (ggml-vulkan guards its queue submissions and pipeline compiles itself; a whole graph of one model is not
  * guarded against another's). A precaution, not a measured fix: three models decoding at once on the H100
- * through Vulkan answered 90 of 90 requests with it; on Mesa's llvmpipe three or more contexts decoding at once
- * crash inside libvulkan_lvp with or without it (two are fine), a driver limit the tests stay under. The cost
- * is that models sharing a GPU never overlap their graphs. CPU-only models (`gpu` 0) never wait for it.
+ * through Vulkan answered 90 of 90 requests with it. (Debian 12's Mesa 22.3.6 lavapipe corrupted its own heap
+ * under batched decoding with or without it; Mesa 25 does not.) The cost is that models sharing a GPU never
+ * overlap their graphs. CPU-only models (`gpu` 0) never wait for it.
  */
 static pthread_mutex_t g_gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 #define GPU_LOCK(gpu) do { if (gpu) pthread_mutex_lock(&g_gpu_lock); } while (0)

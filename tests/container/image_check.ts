@@ -2,7 +2,7 @@
 // as its models volume): /health, a chat through the official `openai` client, an embedding and a
 // transcription, each with the exact answer the generated models give, and that the server runs as the
 // image's non-root user; for the Vulkan image, that the GGUF model runs on the Vulkan device (Mesa's llvmpipe in
-// CI). Usage: deno run -A tests/container/image_check.ts <base url> <container uid> [vulkan]
+// CI), eight streams at once. Usage: deno run -A tests/container/image_check.ts <base url> <container uid> [vulkan]
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
@@ -50,8 +50,22 @@ assert.equal(tr2.text, tr.text);
 
 const models = await (await fetch(`${url}/v1/models`)).json() as { data: { id: string; device?: string }[] };
 const device = models.data.find((m) => m.id === "chat-gguf")?.device ?? "";
-if (variant === "vulkan") assert.match(device, /^Vulkan0 \(llvmpipe/, `the GGUF model runs on ${device}`);
-else assert.equal(device, "CPU");
+if (variant === "vulkan") {
+  assert.match(device, /^Vulkan0 \(llvmpipe/, `the GGUF model runs on ${device}`);
+  // Eight streams decoded together: the batched load under which Debian 12's own lavapipe corrupted its heap
+  // (the image takes Mesa 25 from bookworm-backports).
+  const replies = await Promise.all(Array.from({ length: 8 }, async () => {
+    const stream = await client.chat.completions.create({
+      model: "chat-gguf",
+      messages: [{ role: "user", content: "Hi there!" }],
+      stream: true,
+    });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+    return text;
+  }));
+  assert.deepEqual(replies, Array(8).fill("Hello from chat-tiny!"));
+} else assert.equal(device, "CPU");
 
 assert.notEqual(uid, "0", "the server must not run as root");
 console.log(`image check passed: chat, GGUF chat on ${device}, embeddings, transcription as uid ${uid}`);
