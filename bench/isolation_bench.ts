@@ -7,6 +7,7 @@
 // resident memory of each runner process.
 //
 //   deno run -A bench/isolation_bench.ts [--rounds 8] [--threads 2] [--new-tokens 64] [--runner-nice 5]
+//   ... --same: both servers in runner processes, an A/A run giving the noise floor the ratios stand against
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { parseConfig } from "../src/config.ts";
@@ -28,6 +29,11 @@ const { values } = parseArgs({
     streams: { type: "string", default: "1,4" },
     /** The runner processes' nice increment (default: the server's). */
     "runner-nice": { type: "string" },
+    /**
+     * Both servers in runner processes (the "thread" column is a second process-mode server): the run's own
+     * noise floor, what two identical servers differ by on this machine.
+     */
+    same: { type: "boolean", default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -66,8 +72,10 @@ for (const mode of ["process", "thread"] as Mode[]) {
       "--parallel=4",
       "--offline",
       "--preload=false",
-      `--isolation=${mode}`,
-      ...(mode === "process" && values["runner-nice"] ? [`--runner-nice=${values["runner-nice"]}`] : []),
+      `--isolation=${values.same ? "process" : mode}`,
+      ...((mode === "process" || values.same) && values["runner-nice"]
+        ? [`--runner-nice=${values["runner-nice"]}`]
+        : []),
     ],
     {},
     ROOT,
@@ -107,7 +115,8 @@ async function burst(mode: Mode, model: string, streams: number, tokens: number)
 
 const lines = [
   `Models: ${Object.keys(MODELS).join(", ")}; threads ${values.threads}, ${newTokens} new ` +
-  `tokens (ignore_eos, temperature 1, seeded), distinct prompts, ${rounds} rounds, medians.`,
+  `tokens (ignore_eos, temperature 1, seeded), distinct prompts, ${rounds} rounds, medians.` +
+  (values.same ? " A/A run (--same): both columns are runner-process servers; the ratios are noise." : ""),
   "",
   "| model | streams | thread TTFT ms | process TTFT ms | TTFT ratio | thread decode tok/s | process decode tok/s | decode ratio |",
   "|---|---:|---:|---:|---:|---:|---:|---:|",
