@@ -218,3 +218,80 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "gguf on Vulkan (llvmpipe): a prompt joins the running one's neighbour slot, the cells held there moved intact",
+  ignore: why !== null,
+  sanitizeResources: false,
+  fn: async () => {
+    const manifest = {
+      models: {
+        "chat-vk": VULKAN_MANIFEST.models["chat-vk"],
+        "chat-cpu": VULKAN_MANIFEST.models["chat-cpu"],
+      },
+    };
+    const { server, client } = await spawnOnVulkan(manifest, ["--llama-variant=vulkan", "--parallel=4"]);
+    type Msg = { role: "user" | "assistant"; content: string };
+    const ask = async (model: string, messages: Msg[], max_tokens = 8) => {
+      const r = await client.chat.completions.create({ model, messages, max_tokens });
+      return {
+        text: r.choices[0].message.content ?? "",
+        cached: r.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+        prompt: r.usage!.prompt_tokens,
+      };
+    };
+    try {
+      // Four conversations one after another fill the fresh slots 0..3; the 2nd's next turn then makes slot 1
+      // the one left last: least recent use gives up slots 0, 2, 3, 1 in that order.
+      const topics = ["rivers and boats", "mountain weather", "old clocks", "garden birds"];
+      const turns: Msg[][] = [];
+      for (const t of topics) {
+        const m: Msg[] = [{ role: "user", content: `Tell me a long story about ${t}, please.` }];
+        m.push({ role: "assistant", content: (await ask("chat-vk", m)).text });
+        turns.push(m);
+      }
+      turns[1].push({ role: "user", content: "And then?" });
+      turns[1].push({ role: "assistant", content: (await ask("chat-vk", turns[1])).text });
+      // A long stream takes slot 0; while it runs a second prompt would take slot 2 (left longest ago but one),
+      // away from it: it takes slot 1 instead, and slot 1's cells (the 2nd conversation's) move to slot 2, whose
+      // own (the 3rd's) go, as least recent use has it.
+      const long: Msg[] = [{ role: "user", content: "Count forever" }];
+      const stream = await client.chat.completions.create({
+        model: "chat-vk",
+        messages: long,
+        max_tokens: 60,
+        stream: true,
+      });
+      const it = stream[Symbol.asyncIterator]();
+      let longText = "";
+      for (let c = await it.next(); !c.done; c = await it.next()) {
+        longText += c.value.choices[0]?.delta?.content ?? "";
+        if (longText) break;
+      }
+      const late: Msg[] = [{ role: "user", content: "What's the weather in Paris?" }];
+      const lateReply = await ask("chat-vk", late);
+      for (let c = await it.next(); !c.done; c = await it.next()) {
+        longText += c.value.choices[0]?.delta?.content ?? "";
+      }
+      assert.equal(longText, (await ask("chat-cpu", long, 60)).text);
+      assert.equal(lateReply.text, (await ask("chat-cpu", late)).text);
+      // The kept conversations (2nd, moved; 4th, in place) go on from their cells, exactly as on the CPU; the
+      // 3rd's cells went.
+      for (const i of [1, 3, 2]) {
+        const next: Msg[] = [...turns[i], { role: "user", content: "Go on." }];
+        const vk = await ask("chat-vk", next);
+        const cpu = await ask("chat-cpu", next);
+        assert.equal(vk.text, cpu.text, `conversation ${i + 1}`);
+        const first = (await ask("chat-cpu", turns[i].slice(0, 1), 1)).prompt;
+        assert.equal(
+          vk.cached >= first,
+          i !== 2,
+          `conversation ${i + 1}: ${vk.cached} cached of ${vk.prompt}`,
+        );
+      }
+    } finally {
+      await server.stop();
+    }
+  },
+});

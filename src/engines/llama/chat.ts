@@ -5,7 +5,9 @@
 // llama.cpp sequence ids. The prompt cache is the KV cache itself: a closed sequence's cells stay in its slot
 // (llama-server's way), and a later prompt that starts the same way (system prompt, tools, the conversation so
 // far) takes that slot and reads only the rest; otherwise a prompt takes an empty slot, else the one left
-// longest ago, whose cells then go. A running sequence's prefix is copied (its stream whole, then cut). Only
+// longest ago, whose cells then go; but it sits next to the running sequences, moving the cells held there to
+// the slot it would have taken (see #moveNextToRunning). A running sequence's prefix is copied (its stream
+// whole, then cut). Only
 // the cells of a request that asked to keep its prompt cached (Anthropic's cache_control) are copied out to
 // host memory (llama_state_seq_get_data) when their slot is taken, and restored from there. Copying every
 // closed sequence out held up the model's thread at each request's end (~9 ms for ~300 cells of a 135M model
@@ -52,6 +54,12 @@ interface Slot {
   keep: boolean;
   /** When its last sequence closed (a count): the slot left longest ago gives up its cells first. */
   closed: number;
+  /**
+   * The batcher's decode count when a copy of a whole KV stream from or to this slot was queued (-1: never).
+   * llama.cpp copies at the next llama_decode, so until then the slot's data must not be read or written
+   * outside a decode (saved, restored, or copied again).
+   */
+  copying: number;
 }
 
 /** What a SequenceId stands for. */
@@ -110,6 +118,8 @@ export class LlamaChat implements ChatBackend {
   readonly #saved: Saved[] = [];
   /** Counts closes (Slot.closed). */
   #closes = 0;
+  /** Bytes of one slot's KV stream (what a copy between slots moves), from the model's metadata; 0: unknown. */
+  readonly #streamBytes: number;
   #nextHandle = 1;
   readonly #template: Template | null;
   readonly #special: Record<string, string>;
@@ -166,9 +176,10 @@ export class LlamaChat implements ChatBackend {
       topP: num("general.sampling.top_p", 1),
       topK: num("general.sampling.top_k", 0),
     };
+    this.#streamBytes = kvStreamBytes(model, opts.contextLength);
     this.#slots = Array.from(
       { length: ctx.opts.nSeqMax },
-      (_, id) => ({ id, tokens: [], active: false, keep: false, closed: 0 }),
+      (_, id) => ({ id, tokens: [], active: false, keep: false, closed: 0, copying: -1 }),
     );
     this.batcher = new DecodeBatcher(ctx, opts.nBatch, info.nVocab, ctx.opts.uBatch);
     this.backend = opts.description;
@@ -311,15 +322,51 @@ export class LlamaChat implements ChatBackend {
     if (this.#saved.length > this.parallel) this.#saved.splice(0, this.#saved.length - this.parallel);
   }
 
+  /** How many running sequences' ids are next to each slot's (llama.cpp decodes consecutive ids together). */
+  #neighbours(): (s: Slot) => number {
+    const running = new Set(this.#slots.filter((s) => s.active).map((s) => s.id));
+    return (s) => Number(running.has(s.id - 1)) + Number(running.has(s.id + 1));
+  }
+
+  /**
+   * The slot a prompt takes instead of `pick` (empty, or the one left longest ago): an idle one next to more
+   * running sequences, whose cells move to `pick` (whose own go, as they were to). llama.cpp computes a round
+   * over KV streams in micro-batches of consecutive sequence ids only (llama_batch_allocr::split_equal), so
+   * each gap between the ids decoded together is one more pass over the weights at every step (8 streams of
+   * the SmolLM2-shaped Q4_0 file, 2 CPU threads: 30-37 ms a step with ids 0-7, 58-63 ms with 0, 2, ..., 14),
+   * and least recent use alone scatters the ids as requests of different lengths come and go. Moving keeps
+   * the prompt cache's order (a conversation between two turns keeps its cells) at the cost of one copy of a
+   * KV stream, done only when that costs less than a pass over the weights (one step's saving: a SmolLM2-135M
+   * stream of 2048 cells is 47 MB against 145 MB of Q8_0 weights). Not for a
+   * recurrent state, marked cells (they go to host memory) or a slot with a copy still queued.
+   */
+  #moveNextToRunning(pick: Slot, idle: readonly Slot[], next: (s: Slot) => number): Slot {
+    if (this.model.recurrent || !this.#streamBytes || this.#streamBytes > this.model.bytes) return pick;
+    const queued = (s: Slot) => s.copying === this.batcher.decodes;
+    if (queued(pick)) return pick;
+    const from = idle.filter((s) => s !== pick && s.tokens.length && !s.keep && !queued(s));
+    const move = from.length ? nextToRunning(from, next, true) : undefined;
+    if (!move || next(move) <= next(pick)) return pick;
+    if (pick.keep && pick.tokens.length) this.#save(pick);
+    this.ctx.seqCp(move.id, pick.id, 0, -1);
+    pick.tokens = move.tokens.slice();
+    pick.closed = move.closed;
+    pick.keep = false;
+    pick.copying = move.copying = this.batcher.decodes;
+    return move;
+  }
+
   busy(): boolean {
     return this.#handles.size > 0;
   }
 
   /**
    * A free slot now, or the next one freed: one whose cells `ids` starts with whole (nothing of them is lost),
-   * else an empty one (the lowest: concurrent sequences get consecutive ids; a prefix held elsewhere is
-   * copied in), else the one whose cells `ids` starts best with (worth keeping, as for a copy), else the one
-   * left longest ago. Marked cells that `ids` does not start with are copied out before they go.
+   * else an empty one, else one whose cells `ids` starts best with (worth keeping, as for a copy), else the one
+   * left longest ago; among equals, the slot next to the most running sequences. Then, unless the choice holds
+   * a prefix it reads in place, a slot next to more running sequences is taken instead, its cells moved to the
+   * chosen one (see #moveNextToRunning). Marked cells that `ids` does not start with are copied out before
+   * they go.
    */
   #acquire(h: Handle, ids: readonly number[]): Slot | Promise<Slot> {
     const bind = (slot: Slot) => {
@@ -333,18 +380,25 @@ export class LlamaChat implements ChatBackend {
     if (idle.length) {
       const onGpu = this.#placement.gpuLayers > 0;
       let whole: Slot | undefined;
-      let part: Slot | undefined;
+      let parts: Slot[] = [];
       let bestPart = 0;
       for (const s of idle) {
         const len = commonPrefix(s.tokens, ids);
         if (len === s.tokens.length && len > 0) {
           if (!whole || len > whole.tokens.length) whole = s;
-        } else if (len > bestPart && worthCopying(len, s.tokens.length, onGpu)) bestPart = len, part = s;
+        } else if (len >= bestPart && len > 0 && worthCopying(len, s.tokens.length, onGpu)) {
+          if (len > bestPart) parts = [];
+          bestPart = len;
+          parts.push(s);
+        }
       }
-      return bind(
-        whole ?? idle.find((s) => s.tokens.length === 0) ?? part ??
-          idle.reduce((a, b) => (b.closed < a.closed ? b : a)),
-      );
+      if (whole) return bind(whole);
+      const next = this.#neighbours();
+      const empty = idle.filter((s) => s.tokens.length === 0);
+      if (!empty.length && parts.length) return bind(nextToRunning(parts, next));
+      const oldest = Math.min(...idle.map((s) => s.closed));
+      const pick = nextToRunning(empty.length ? empty : idle.filter((s) => s.closed === oldest), next);
+      return bind(this.#moveNextToRunning(pick, idle, next));
     }
     return new Promise((resolve, reject) => {
       const waiter = {
@@ -386,7 +440,8 @@ export class LlamaChat implements ChatBackend {
       const len = s !== slot ? commonPrefix(s.tokens, target) : 0;
       if (len > best && worthCopying(len, s.tokens.length, onGpu)) best = len, running = s;
     }
-    for (const c of this.#saved) {
+    // A restore writes the slot's data at once, before a queued copy from or to it would (see Slot.copying).
+    for (const c of slot.copying === this.batcher.decodes ? [] : this.#saved) {
       const len = commonPrefix(c.tokens, target);
       if (len > best && worthCopying(len, c.tokens.length, onGpu)) best = len, saved = c, running = undefined;
     }
@@ -470,6 +525,37 @@ export class LlamaChat implements ChatBackend {
     if (slot.tokens.length) this.ctx.seqRm(slot.id, 0, -1);
     slot.tokens = [];
   }
+}
+
+/**
+ * A KV stream's bytes: `cells` cells of every layer's keys and values at f16 (llama.cpp's default cache type),
+ * from the GGUF's attention shape; 0 when the metadata does not give it as plain numbers.
+ */
+function kvStreamBytes(model: LlamaModel, cells: number): number {
+  const arch = model.meta("general.architecture");
+  const n = (key: string) => {
+    const v = model.meta(`${arch}.${key}`);
+    return v === undefined || v.trim() === "" ? NaN : Number(v);
+  };
+  const heads = n("attention.head_count");
+  const kvHeads = Number.isNaN(n("attention.head_count_kv")) ? heads : n("attention.head_count_kv");
+  const k = Number.isNaN(n("attention.key_length")) ? n("embedding_length") / heads : n("attention.key_length");
+  const v = Number.isNaN(n("attention.value_length")) ? k : n("attention.value_length");
+  const bytes = 2 * n("block_count") * kvHeads * (k + v) * cells;
+  return Number.isFinite(bytes) && bytes > 0 ? bytes : 0;
+}
+
+/**
+ * Of `slots`, the one next to the most running sequences (`next`); among those the lowest id, or with `byAge`
+ * the one left longest ago.
+ */
+function nextToRunning(slots: readonly Slot[], next: (s: Slot) => number, byAge = false): Slot {
+  return slots.reduce((a, b) => {
+    const d = next(b) - next(a);
+    if (d !== 0) return d > 0 ? b : a;
+    if (byAge && b.closed !== a.closed) return b.closed < a.closed ? b : a;
+    return b.id < a.id ? b : a;
+  });
 }
 
 /**

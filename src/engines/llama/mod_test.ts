@@ -243,6 +243,110 @@ Deno.test("llama chat: KV streams per slot: forks share it, a running prefix is 
   }
 });
 
+Deno.test("llama chat: a prompt takes a slot next to the running ones, the cells held there moved to the slot left longest ago", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(5));
+  try {
+    // The sequence ids of every llama_decode call.
+    const rounds: number[][] = [];
+    const decode = chat.ctx.decode.bind(chat.ctx);
+    chat.ctx.decode = (tokens, pos, seq, out, logits) => (
+      rounds.push([...seq.subarray(0, tokens.length)]), decode(tokens, pos, seq, out, logits)
+    );
+    const prompts = ["one", "two", "three", "four", "five"].map((t) =>
+      chat.render([{ role: "user", content: `Tell me about ${t}.` }])
+    );
+    const seqs = [];
+    for (const p of prompts) {
+      const s = chat.open();
+      await chat.prefill(s, p);
+      seqs.push(s);
+    }
+    // Slots 0..4 in order; the 5th, 2nd and 4th close in that order, so the slot left longest ago is the 5th,
+    // two ids away from the running ones (0 and 2).
+    for (const i of [4, 1, 3]) chat.close(seqs[i]);
+    // A prompt sharing nothing with any slot's cells (no template opening either): it takes slot 1, between
+    // the running ones, and slot 1's cells (the 2nd conversation's) move to slot 4, whose own go.
+    const late = chat.open();
+    await chat.prefill(late, [7, 8, 9, 10, 11]);
+    rounds.length = 0;
+    await Promise.all([chat.step(seqs[0], 11), chat.step(seqs[2], 12), chat.step(late, 13)]);
+    // One round, its ids one run (0, 1, 2): llama.cpp computes it in one micro-batch, not three.
+    assert.deepEqual(rounds.map((r) => [...new Set(r)].sort((x, y) => x - y)), [[0, 1, 2]]);
+    for (const s of [seqs[0], seqs[2], late]) chat.close(s);
+    // The 2nd conversation's next turn finds its cells whole (in slot 4 now), and they are its own: the logits
+    // match a fresh model's. The 5th's went (only the opening it shares with the others is found).
+    const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+    try {
+      for (const i of [1, 4]) {
+        const s = chat.open();
+        const r = await chat.prefill(s, [...prompts[i], 5, 6]);
+        if (i === 1) assert.equal(r.cachedTokens, prompts[i].length);
+        else assert.ok(r.cachedTokens < prompts[i].length - 2, `${r.cachedTokens}`);
+        const f = fresh.open();
+        assert.ok(worstDiff(r.logits.slice(), (await fresh.prefill(f, [...prompts[i], 5, 6])).logits) < 1e-3);
+        fresh.close(f);
+        chat.close(s);
+      }
+    } finally {
+      await fresh.dispose();
+    }
+  } finally {
+    await chat.dispose();
+  }
+});
+
+Deno.test("llama chat: a burst after a churn gathers next to each other, moving cells, and every reply is its own", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(8));
+  const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+  const argmax = (l: Float32Array) => l.reduce((b, v, i) => (v > l[b] ? i : b), 0);
+  // Greedy tokens after `ids`, prefill and steps through `m` (conversation turns: cells held in the slots).
+  const generate = async (m: typeof chat, ids: number[], n: number) => {
+    const s = m.open();
+    const r = await m.prefill(s, ids);
+    const out = [argmax(r.logits)];
+    while (out.length < n) out.push(argmax(await m.step(s, out.at(-1)!)));
+    m.close(s);
+    return { out, cached: r.cachedTokens };
+  };
+  try {
+    const rounds: number[][] = [];
+    const decode = chat.ctx.decode.bind(chat.ctx);
+    chat.ctx.decode = (tokens, pos, seq, out, logits) => (
+      rounds.push([...new Set(seq.subarray(0, tokens.length))]), decode(tokens, pos, seq, out, logits)
+    );
+    const prompt = (i: number) => [100 + i, 200 + i, 300 + i, 400 + i, 500 + i, 600 + i];
+    // The churn: eight conversations of different lengths ending in scattered order, every slot holding cells.
+    const churn = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => generate(chat, prompt(i), 1 + (i * 5) % 8)),
+    );
+    // A burst of four new prompts: by least recent use alone they would take scattered slots.
+    rounds.length = 0;
+    const burst = await Promise.all([20, 21, 22, 23].map((i) => generate(chat, prompt(i), 6)));
+    const steps = rounds.filter((r) => r.length === 4);
+    assert.ok(steps.length >= 4, JSON.stringify(rounds));
+    for (const r of steps) assert.equal(Math.max(...r) - Math.min(...r), 3, `ids ${r} are one run`);
+    for (const [k, i] of [20, 21, 22, 23].entries()) {
+      assert.deepEqual(burst[k].out, (await generate(fresh, prompt(i), 6)).out, `prompt ${i}`);
+    }
+    // The churn's conversations ended after 1, 6, 3, 8, 5, 2, 7 and 4 tokens: the four left last (the 5th, 2nd,
+    // 7th and 4th) still hold their cells, moved or not, as least recent use alone keeps them, and those cells
+    // are their own: a next turn reads only what is new and continues as a fresh model does (the kept ones
+    // first: a turn of the others takes the slot left longest ago).
+    for (const i of [4, 1, 6, 3, 0, 5, 2, 7]) {
+      const turn = [...prompt(i), ...churn[i].out, 9, 10];
+      const again = await generate(chat, turn, 3);
+      const kept = [4, 1, 6, 3].includes(i);
+      assert.equal(again.cached >= prompt(i).length, kept, `conversation ${i}: ${again.cached} cached`);
+      assert.deepEqual(again.out, (await generate(fresh, turn, 3)).out, `conversation ${i}`);
+    }
+  } finally {
+    await chat.dispose();
+    await fresh.dispose();
+  }
+});
+
 Deno.test("llama chat: a request arriving while a stream generates is read within a round or two", async () => {
   const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(2));
   try {
