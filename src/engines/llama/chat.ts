@@ -539,7 +539,9 @@ function kvStreamBytes(model: LlamaModel, cells: number): number {
   };
   const heads = n("attention.head_count");
   const kvHeads = Number.isNaN(n("attention.head_count_kv")) ? heads : n("attention.head_count_kv");
-  const k = Number.isNaN(n("attention.key_length")) ? n("embedding_length") / heads : n("attention.key_length");
+  const k = Number.isNaN(n("attention.key_length"))
+    ? n("embedding_length") / heads
+    : n("attention.key_length");
   const v = Number.isNaN(n("attention.value_length")) ? k : n("attention.value_length");
   const bytes = 2 * n("block_count") * kvHeads * (k + v) * cells;
   return Number.isFinite(bytes) && bytes > 0 ? bytes : 0;
