@@ -56,8 +56,8 @@ interface Slot {
   closed: number;
   /**
    * The batcher's decode count when a copy of a whole KV stream from or to this slot was queued (-1: never).
-   * llama.cpp copies at the next llama_decode, so until then the slot's data must not be read or written
-   * outside a decode (saved, restored, or copied again).
+   * llama.cpp copies at the next llama_decode, so until then nothing may be restored into the slot (the copy
+   * would overwrite it, or copy it out), nor saved from it (see #save).
    */
   copying: number;
 }
@@ -313,6 +313,8 @@ export class LlamaChat implements ChatBackend {
    * of the new one (the same conversation, one turn earlier) is dropped: the new one covers it.
    */
   #save(slot: Slot): void {
+    // A copy into it still queued: its data is not yet what its tokens say (it goes unsaved; not expected).
+    if (slot.copying === this.batcher.decodes) return;
     const tokens = slot.tokens;
     for (let i = this.#saved.length - 1; i >= 0; i--) {
       const old = this.#saved[i].tokens;
@@ -338,13 +340,12 @@ export class LlamaChat implements ChatBackend {
    * the prompt cache's order (a conversation between two turns keeps its cells) at the cost of one copy of a
    * KV stream, done only when that costs less than a pass over the weights (one step's saving: a SmolLM2-135M
    * stream of 2048 cells is 47 MB against 145 MB of Q8_0 weights). Not for a
-   * recurrent state, marked cells (they go to host memory) or a slot with a copy still queued.
+   * recurrent state or marked cells (they go to host memory). Copies queued in one round chain safely (llama.cpp
+   * makes them in order): a burst's prompts each move a neighbour's cells, possibly into a slot just moved into.
    */
   #moveNextToRunning(pick: Slot, idle: readonly Slot[], next: (s: Slot) => number): Slot {
     if (this.model.recurrent || !this.#streamBytes || this.#streamBytes > this.model.bytes) return pick;
-    const queued = (s: Slot) => s.copying === this.batcher.decodes;
-    if (queued(pick)) return pick;
-    const from = idle.filter((s) => s !== pick && s.tokens.length && !s.keep && !queued(s));
+    const from = idle.filter((s) => s !== pick && s.tokens.length && !s.keep);
     const move = from.length ? nextToRunning(from, next, true) : undefined;
     if (!move || next(move) <= next(pick)) return pick;
     if (pick.keep && pick.tokens.length) this.#save(pick);
