@@ -9,8 +9,9 @@
 // set and the API reports finish_reason "length" (the document is valid but was cut short, as OpenAI's
 // finish_reason says; clients such as the SDK's parse() then refuse it instead of trusting a cut answer).
 //
-// Cost: per step, the grammar's cached mask and one completion() walk. Within HORIZON tokens of the end, a
-// plan (the fewest tokens that close the document) is kept, and the first time a state is met every token it
+// Cost: per step, the grammar's cached mask and one completion() walk (kept by the matcher until its next
+// accept). Within HORIZON tokens of the end, a plan (the fewest tokens that close the document) is kept (planned
+// anew only when the new completion is not what its rest writes), and the first time a state is met every token it
 // allows is checked once (clone, accept, completion) and the result kept with the state's cached mask;
 // inside a string body the tokens without quote, backslash or control bytes all leave the structure as it
 // is and are taken or refused together. With a 49152-token vocabulary that is ~0.1 ms a step.
@@ -232,7 +233,8 @@ export class BudgetedConstraint implements ChatLogitsProcessor {
       const info = stateInfo(m, mask, ix);
       const plainFits = plan.length + UTF8_DUE + 1 <= limit;
       if (info.maxNeed > limit || (info.plain && !plainFits)) {
-        const top = argmax(row);
+        // The model's own top choice, unless the budget already refused one (truncated stays set).
+        const top = this.truncated ? -1 : argmax(row);
         const allowed = fitting(mask, info, eos, limit, plainFits);
         if (plan.length) allowed[plan[0] >>> 5] |= 1 << (plan[0] & 31);
         applyMask(row, allowed);
@@ -263,9 +265,28 @@ export class BudgetedConstraint implements ChatLogitsProcessor {
     const rest = plan.length && sameBytes(this.#ix.tokens[plan[0]], this.#ix.tokens[tokenId])
       ? plan.slice(1)
       : null;
-    const fresh = planTokens(this.#ix.full, m.completion());
+    const closing = m.completion();
+    // A rest that writes exactly the new completion is a shortest plan for it already (the plan was shortest
+    // for every suffix of the old one), so only a changed completion is planned anew.
+    if (rest && writes(this.#ix.tokens, rest, closing)) {
+      this.#plan = rest;
+      return;
+    }
+    const fresh = planTokens(this.#ix.full, closing);
     this.#plan = rest && (!fresh || rest.length <= fresh.length) ? rest : fresh ?? [];
   }
+}
+
+/** Whether `ids` write exactly `bytes`. */
+function writes(tokens: readonly (Uint8Array | null)[], ids: readonly number[], bytes: Uint8Array): boolean {
+  let at = 0;
+  for (const id of ids) {
+    const t = tokens[id];
+    if (!t || at + t.length > bytes.length) return false;
+    for (let i = 0; i < t.length; i++) if (t[i] !== bytes[at + i]) return false;
+    at += t.length;
+  }
+  return at === bytes.length;
 }
 
 function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {

@@ -67,6 +67,8 @@ export class Grammar {
 export class Matcher {
   #states: Frame[];
   #finished = false;
+  /** completion() of the current states (the constraint asks for it twice a step). */
+  #completion: Uint8Array | null = null;
 
   constructor(readonly grammar: Grammar, readonly index: VocabIndex, states: Frame[]) {
     this.#states = states;
@@ -97,6 +99,7 @@ export class Matcher {
     const next = feed(this.#states, bytes);
     if (next.length === 0) return false;
     this.#states = next;
+    this.#completion = null;
     return true;
   }
 
@@ -110,20 +113,25 @@ export class Matcher {
     return this.#finished;
   }
 
-  /** Bytes that complete the document from here, shortest by structure (e.g. to close it at a token limit). */
+  /**
+   * Bytes that complete the document from here, shortest by structure (e.g. to close it at a token limit).
+   * Read-only: the same array until the next accept.
+   */
   completion(): Uint8Array {
+    if (this.#completion) return this.#completion;
     let best: number[] | null = null;
     for (const s of this.#states) {
       const c = completion(s);
       if (best === null || c.length < best.length) best = c;
     }
-    return new Uint8Array(best ?? []);
+    return this.#completion = new Uint8Array(best ?? []);
   }
 
   /** An independent copy at the same position. */
   clone(): Matcher {
     const m = new Matcher(this.grammar, this.index, this.#states);
     m.#finished = this.#finished;
+    m.#completion = this.#completion;
     return m;
   }
 }
