@@ -75,11 +75,7 @@ export class DecodeBatcher {
 
   /** Prompt tokens a round decodes per second (a moving average over rounds of at least RATE_TOKENS). */
   #promptRate = 0;
-  /**
-   * llama_decode calls so far. llama.cpp applies a queued copy of one KV stream to another at the start of
-   * the next llama_decode: until this count moves, a copy's source and destination hold their old data.
-   */
-  decodes = 0;
+  #decodes = 0;
 
   /**
    * `nBatch`: tokens a round takes at most; `uBatch`: the micro-batch llama.cpp computes them in (it bounds the
@@ -109,6 +105,14 @@ export class DecodeBatcher {
       this.#queue.push({ seq, tokens, pos, done: 0, resolve, reject });
       this.#schedule();
     });
+  }
+
+  /**
+   * llama_decode calls so far. llama.cpp applies a queued copy of one KV stream to another at the start of
+   * the next llama_decode: until this count moves, a copy's source and destination hold their old data.
+   */
+  get decodes(): number {
+    return this.#decodes;
   }
 
   /** Fails every queued piece of work (the model is going away). */
@@ -259,7 +263,7 @@ export class DecodeBatcher {
   }
 
   #decode(n: number): number {
-    this.decodes++;
+    this.#decodes++;
     return this.ctx.decode(
       this.#tokens.subarray(0, n),
       this.#pos.subarray(0, n),

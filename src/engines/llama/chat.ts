@@ -7,9 +7,9 @@
 // far) takes that slot and reads only the rest; otherwise a prompt takes an empty slot, else the one left
 // longest ago, whose cells then go; but it sits next to the running sequences, moving the cells held there to
 // the slot it would have taken (see #moveNextToRunning). A running sequence's prefix is copied (its stream
-// whole, then cut). Only
-// the cells of a request that asked to keep its prompt cached (Anthropic's cache_control) are copied out to
-// host memory (llama_state_seq_get_data) when their slot is taken, and restored from there. Copying every
+// whole, then cut). Only the cells of a request that asked to keep its prompt cached (Anthropic's
+// cache_control) are copied out to host memory (llama_state_seq_get_data) when their slot is taken, and
+// restored from there. Copying every
 // closed sequence out held up the model's thread at each request's end (~9 ms for ~300 cells of a 135M model
 // on 2 CPU cores, the last token's delivery with it; a GPU's cells came back over the bus). A fork (n choices)
 // shares its parent's slot: choices run one after
@@ -532,7 +532,7 @@ export class LlamaChat implements ChatBackend {
  * A KV stream's bytes: `cells` cells of every layer's keys and values at f16 (llama.cpp's default cache type),
  * from the GGUF's attention shape; 0 when the metadata does not give it as plain numbers.
  */
-function kvStreamBytes(model: LlamaModel, cells: number): number {
+export function kvStreamBytes(model: LlamaModel, cells: number): number {
   const arch = model.meta("general.architecture");
   const n = (key: string) => {
     const v = model.meta(`${arch}.${key}`);

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { memoryLogger } from "../../log.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadLlamaChat, loadLlamaEmbedding } from "./mod.ts";
-import { worthCopying } from "./chat.ts";
+import { kvStreamBytes, worthCopying } from "./chat.ts";
 
 const MODELS = fileURLToPath(new URL("../../../models/generated/", import.meta.url));
 
@@ -240,6 +240,18 @@ Deno.test("llama chat: KV streams per slot: forks share it, a running prefix is 
   } finally {
     await chat.dispose();
     await fresh.dispose();
+  }
+});
+
+Deno.test("llama chat: a KV stream's bytes from the GGUF's attention shape, what a move between slots copies", async () => {
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(3));
+  try {
+    // chat-tiny: 2 layers x (K, V) x 2 KV heads x head size 32 x 2 bytes (f16) = 512 bytes a cell.
+    assert.equal(kvStreamBytes(chat.model, chat.contextLength), 512 * chat.contextLength);
+    // Every stream of the context is in what it allocated.
+    assert.ok(3 * kvStreamBytes(chat.model, chat.contextLength) <= chat.ctx.bytes);
+  } finally {
+    await chat.dispose();
   }
 });
 
