@@ -119,13 +119,16 @@ export async function startOurs(o: ServerOptions, warm: (url: string) => Promise
     "--store-url=none",
     ...(o.llamaLib ? [`--llama-lib=${o.llamaLib}`] : []),
   ];
-  const child = new Deno.Command(Deno.execPath(), { args, cwd: ROOT, stdout: "null", stderr: "piped" })
-    .spawn();
-  // Keep its log drained (and the last of it for errors).
-  let tail = "";
-  (async () => {
-    for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) tail = (tail + c).slice(-4000);
-  })();
+  // The log goes to a file (its tail read for errors): piped to this process, every log line (one a request,
+  // the /health probe's included) woke the benchmark to read it, on the cores the server decodes on, while
+  // llama-server's log goes nowhere.
+  const log = join(tmp, "server.log");
+  const child = new Deno.Command("/bin/sh", {
+    args: ["-c", 'log="$1"; shift; exec "$@" 2>"$log"', "sh", log, Deno.execPath(), ...args],
+    cwd: ROOT,
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitHealthy(url, child, "this server");
@@ -133,6 +136,7 @@ export async function startOurs(o: ServerOptions, warm: (url: string) => Promise
   } catch (e) {
     child.kill("SIGTERM");
     await child.status;
+    const tail = await Deno.readTextFile(log).then((t) => t.slice(-4000), () => "");
     throw new Error(`${(e as Error).message}\n${tail}`);
   }
   return {

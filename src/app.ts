@@ -8,6 +8,7 @@ import type { ResponseStore } from "./store/mod.ts";
 import type { ApiContext, Handler } from "./api/context.ts";
 import type { RequestNote, RequestRecord } from "./request_record.ts";
 import { handleHealth, handleReady } from "./api/health.ts";
+import { RequestSignal } from "./http/request_signal.ts";
 import { handleListModels, handleRetrieveModel } from "./api/models.ts";
 import { handleChatCompletions } from "./api/chat.ts";
 import { handleCompletions } from "./api/completions.ts";
@@ -91,10 +92,10 @@ export function createApp(deps: AppDeps): App {
     let routePath = "unmatched";
     let errorFormat: Route<Handler>["errors"];
 
-    const signals = [req.signal];
-    if (config.requestTimeoutMs > 0) signals.push(AbortSignal.timeout(config.requestTimeoutMs));
-    if (deps.shutdownSignal) signals.push(deps.shutdownSignal);
-    const signal = AbortSignal.any(signals);
+    const signal = new RequestSignal(
+      deps.shutdownSignal ? [req.signal, deps.shutdownSignal] : [req.signal],
+      config.requestTimeoutMs,
+    );
 
     let res: Response;
     try {
@@ -111,7 +112,9 @@ export function createApp(deps: AppDeps): App {
           store: deps.store ?? null,
           log,
           requestId,
-          signal,
+          get signal() {
+            return signal.signal;
+          },
           params,
           note: (f) => Object.assign(note, f),
           ignore: (params) => ignored.push(...params),
@@ -140,6 +143,7 @@ export function createApp(deps: AppDeps): App {
     for (const [k, v] of Object.entries(cors.headers(origin))) headers.set(k, v);
 
     const finish = () => {
+      signal.end();
       for (const fn of deferred.splice(0)) fn();
       const rec: RequestRecord = {
         method: req.method,

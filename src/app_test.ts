@@ -20,6 +20,7 @@ function app(flags: string[] = []) {
     log,
   }, { loadWaitMs: 10, queueSize: 1 });
   const records: RequestRecord[] = [];
+  const signals: AbortSignal[] = [];
   const routes: { method: string; path: string; handler: Handler; open?: boolean }[] = [
     {
       method: "GET",
@@ -41,9 +42,24 @@ function app(flags: string[] = []) {
       handler: async (r, ctx) => Response.json(await readJson(r, ctx.jsonLimits)),
     },
     { method: "GET", path: "/health", handler: () => Response.json({ status: "ok" }), open: true },
+    {
+      method: "GET",
+      path: "/signal",
+      handler: (_r, ctx) => (signals.push(ctx.signal), Response.json({ ok: 1 })),
+    },
+    {
+      method: "GET",
+      path: "/slow",
+      handler: async (_r, ctx) => {
+        await new Promise((_, reject) =>
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))
+        );
+        return Response.json({ ok: 1 });
+      },
+    },
   ];
   const handler = createApp({ config, registry, log, routes, onRequestDone: (r) => records.push(r) });
-  return { handler, log, records };
+  return { handler, log, records, signals };
 }
 
 const req = (path: string, init?: RequestInit) => new Request(`http://x${path}`, init);
@@ -167,4 +183,18 @@ Deno.test("app: a model's missing files answer 503 without server paths, naming 
   );
   const line = log.lines.find((l) => l.includes("request failed"))!;
   assert.ok(line.includes("rid-7") && line.includes("/srv/secret/models/m/onnx/model.onnx"), line);
+});
+
+Deno.test("app: the wall-clock limit answers 408, and ends with the request (no timer left behind)", async () => {
+  const { handler, signals } = app(["--request-timeout-ms=60"]);
+  // The limit's timer does not hold the process open (a server's listener does): this test's does.
+  const alive = setInterval(() => {}, 10);
+  const slow = await handler(req("/slow")).finally(() => clearInterval(alive));
+  assert.equal(slow.status, 408);
+  assert.equal((await slow.json()).error.code, "request_timeout");
+  const res = await handler(req("/signal"));
+  await res.json();
+  await new Promise((r) => setTimeout(r, 120));
+  // AbortSignal.timeout's timer outlived the request (a /health probe's requests piled up for 10 minutes).
+  assert.equal(signals[0].aborted, false);
 });
