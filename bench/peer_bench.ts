@@ -1,14 +1,14 @@
 // Owns the side-by-side benchmark against the peer users would otherwise run: llama.cpp's own `llama-server`
-// on the same GGUF file, the same machine and the same load, in one run, servers alternating per round (which
-// goes first alternates too). Per file and round: bursts of N streamed chats arriving together (N from
-// --streams), each with a prompt of ~--prompt-tokens tokens that shares no prefix with any other request (a
-// request-unique opening; a warm-up no measured request shares), exactly --new-tokens new tokens, under three
-// workloads: temperature 1 with a per-request seed (ignore_eos), greedy (temperature 0, --greedy-streams), and
-// a json_schema answer too long to finish (--json-streams), and sampled again after a churn of requests of
-// mixed lengths that leaves the slots used in scattered order (--mixed-streams; the churn is --parallel
-// requests); one long prompt alone for prefill speed; and, with
-// --embed-gguf, bursts of --embed-requests embedding requests on that file (llama-server --embeddings).
-// /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode tok/s, aggregate
+// on the same GGUF file, the same machine and the same load, in one run, both servers up together and every
+// load alternating between them burst by burst (which goes first alternates by round). Per file and round:
+// bursts of N streamed chats arriving together (N from --streams), each with a prompt of ~--prompt-tokens
+// tokens that shares no prefix with any other request (a request-unique opening; a warm-up no measured request
+// shares), exactly --new-tokens new tokens, under three workloads: temperature 1 with a per-request seed
+// (ignore_eos), greedy (temperature 0, --greedy-streams), and a json_schema answer too long to finish
+// (--json-streams), and sampled again after a churn of requests of mixed lengths that leaves the slots used in
+// scattered order (--mixed-streams; the churn is --parallel requests); one long prompt alone for prefill
+// speed; and, with --embed-gguf, bursts of --embed-requests embedding requests on that file (llama-server
+// --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode tok/s, aggregate
 // tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio to llama-server.
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
@@ -85,6 +85,24 @@ function options(file: string, task: "chat" | "embedding"): ServerOptions {
     gpuLayers: GPU_LAYERS,
     ...(values["llama-lib"] ? { llamaLib: values["llama-lib"] } : {}),
   };
+}
+
+/**
+ * Both servers on the file, up together for the whole file: the measured loads alternate between them burst by
+ * burst (which goes first alternates by round). This VM's speed drifts 10-30% over minutes (llama-bench's
+ * tg64 157, 181, 161 at three runs' starts), and a round of every load on one server, then on the other, put
+ * minutes between the two sides of a cell (one run: llama-server's 8 greedy streams at 23.3 tok/s in one
+ * round, 14.9 in the next). An idle server costs the other nothing (neither used a CPU second in 15 s idle).
+ */
+async function startBoth(file: string, task: "chat" | "embedding"): Promise<Server[]> {
+  const servers: Server[] = [];
+  try {
+    for (const start of starters(file, task)) servers.push(await start());
+  } catch (e) {
+    for (const s of servers) await s.stop();
+    throw e;
+  }
+  return servers;
 }
 
 const starters = (file: string, task: "chat" | "embedding") => [
@@ -193,17 +211,15 @@ for (const file of values.gguf?.split(",") ?? []) {
     );
   }
   PROMPT_WORDS = 0;
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = starters(file, "chat");
-    if (round % 2) order.reverse();
-    for (const start of order) {
-      const s = await start();
-      try {
-        if (!PROMPT_WORDS) await calibrate(s);
-        // A warm-up no measured request shares a prefix with.
-        await chat(s.url, words(nextId++, PROMPT_WORDS), 8, 0);
-        for (const [workload, counts] of LOADS) {
-          for (const n of counts) {
+  const servers = await startBoth(file, "chat");
+  try {
+    await calibrate(servers[0]);
+    // A warm-up no measured request shares a prefix with.
+    for (const s of servers) await chat(s.url, words(nextId++, PROMPT_WORDS), 8, 0);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [workload, counts] of LOADS) {
+        for (const n of counts) {
+          for (const s of round % 2 ? [...servers].reverse() : servers) {
             const churn = workload === "mixed" ? PARALLEL : 0;
             const { health: h, ...r } = await burst(s.url, n, ids, PROMPT_WORDS, NEW, workload, churn);
             health[s.name].push(...h);
@@ -217,15 +233,15 @@ for (const file of values.gguf?.split(",") ?? []) {
             );
           }
         }
-        if (round === 0) {
-          const p = await prefill(s);
-          prefills.push({ file: name, server: s.name, ...p });
-          console.error(`${name} ${s.name} prefill ${p.tokens} tokens: ${p.perSecond.toFixed(0)} tok/s`);
-        }
-      } finally {
-        await s.stop();
       }
     }
+    for (const s of servers) {
+      const p = await prefill(s);
+      prefills.push({ file: name, server: s.name, ...p });
+      console.error(`${name} ${s.name} prefill ${p.tokens} tokens: ${p.perSecond.toFixed(0)} tok/s`);
+    }
+  } finally {
+    for (const s of servers) await s.stop();
   }
 }
 
@@ -234,21 +250,19 @@ const EMBED_N = Number(values["embed-requests"]);
 const EMBED_WORDS = 20;
 if (values["embed-gguf"]) {
   const file = values["embed-gguf"];
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = starters(file, "embedding");
-    if (round % 2) order.reverse();
-    for (const start of order) {
-      const s = await start();
-      try {
-        await embeddingBurst(s.url, EMBED_N, 1, ids, EMBED_WORDS);
+  const servers = await startBoth(file, "embedding");
+  try {
+    for (const s of servers) await embeddingBurst(s.url, EMBED_N, 1, ids, EMBED_WORDS);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of round % 2 ? [...servers].reverse() : servers) {
         const r = await embeddingBurst(s.url, EMBED_N, Number(values["embed-repeat"]), ids, EMBED_WORDS);
         health[s.name].push(...r.health);
         embeds.push({ file: basename(file), server: s.name, perSecond: r.perSecond });
         console.error(`${basename(file)} round ${round + 1} ${s.name}: ${r.perSecond.toFixed(1)} inputs/s`);
-      } finally {
-        await s.stop();
       }
     }
+  } finally {
+    for (const s of servers) await s.stop();
   }
 }
 
