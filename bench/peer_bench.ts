@@ -8,8 +8,9 @@
 // (--json-streams), and sampled again after a churn of requests of mixed lengths that leaves the slots used in
 // scattered order (--mixed-streams; the churn is --parallel requests); one long prompt alone for prefill
 // speed; and, with --embed-gguf, bursts of --embed-requests embedding requests on that file (llama-server
-// --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode tok/s, aggregate
-// tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio to llama-server.
+// --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode
+// tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio
+// to llama-server.
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]
