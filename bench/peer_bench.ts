@@ -10,12 +10,15 @@
 // speed; and, with --embed-gguf, bursts of --embed-requests embedding requests on that file (llama-server
 // --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode
 // tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio
-// to llama-server.
+// to llama-server. A chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both
+// servers, back to back), not the ratio of the two medians: the VM's speed drifts between rounds, which a
+// pair mostly does not see. A one-stream burst is short and the most sensitive to that drift, so it runs as
+// --one-stream-pairs pairs a round (each pair's order alternating).
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]
 //   [--streams 1,4,8,16] [--greedy-streams 1,8] [--json-streams 8] [--mixed-streams 8] [--parallel N]
-//   [--rounds 2] [--new-tokens 64]
+//   [--rounds 2] [--one-stream-pairs 3] [--new-tokens 64]
 //   [--prompt-tokens 250] [--threads N] [--gpu-layers N] [--llama-lib DIR] [--ctx 2048] [--json OUT.json]
 //   [--llama-bench BIN] [--embed-requests 32] [--embed-repeat 4]
 // With --llama-bench, libllama's own loop on the same file is the baseline of one stream too: llama-bench's
@@ -40,6 +43,7 @@ const { values } = parseArgs({
     /** Slots of both servers (default: the most streams of any load). */
     parallel: { type: "string" },
     rounds: { type: "string", default: "2" },
+    "one-stream-pairs": { type: "string", default: "3" },
     "new-tokens": { type: "string", default: "64" },
     "prompt-tokens": { type: "string", default: "250" },
     "prefill-tokens": { type: "string", default: "512" },
@@ -64,6 +68,7 @@ const LOADS: [Workload, number[]][] = [
   ["mixed", list(values["mixed-streams"]!)],
 ];
 const ROUNDS = Number(values.rounds);
+const ONE_STREAM_PAIRS = Math.max(1, Number(values["one-stream-pairs"]));
 const NEW = Number(values["new-tokens"]);
 const THREADS = values.threads!;
 const CTX = Number(values.ctx);
@@ -193,7 +198,10 @@ interface Row extends Omit<BurstResult, "health"> {
   workload: Workload;
   streams: number;
   server: string;
+  /** The same burst on both servers, back to back, shares a pair number (ratios are taken within a pair). */
+  pair: number;
 }
+let nextPair = 0;
 const rows: Row[] = [];
 const prefills: { file: string; server: string; tokens: number; perSecond: number }[] = [];
 const embeds: { file: string; server: string; perSecond: number }[] = [];
@@ -220,18 +228,23 @@ for (const file of values.gguf?.split(",") ?? []) {
     for (let round = 0; round < ROUNDS; round++) {
       for (const [workload, counts] of LOADS) {
         for (const n of counts) {
-          for (const s of round % 2 ? [...servers].reverse() : servers) {
-            const churn = workload === "mixed" ? PARALLEL : 0;
-            const { health: h, ...r } = await burst(s.url, n, ids, PROMPT_WORDS, NEW, workload, churn);
-            health[s.name].push(...h);
-            rows.push({ file: name, workload, streams: n, server: s.name, ...r });
-            console.error(
-              `${name} round ${round + 1} ${s.name} ${workload} ${n} streams: decode ${
-                r.decode.toFixed(1)
-              } ` +
-                `tok/s, aggregate ${r.aggregate.toFixed(1)} tok/s, TTFT p50 ${r.ttftP50.toFixed(0)} ms max ` +
-                `${r.ttftMax.toFixed(0)} ms`,
-            );
+          for (let k = 0; k < (n === 1 ? ONE_STREAM_PAIRS : 1); k++) {
+            const pair = nextPair++;
+            for (const s of (round + k) % 2 ? [...servers].reverse() : servers) {
+              const churn = workload === "mixed" ? PARALLEL : 0;
+              const { health: h, ...r } = await burst(s.url, n, ids, PROMPT_WORDS, NEW, workload, churn);
+              health[s.name].push(...h);
+              rows.push({ file: name, workload, streams: n, server: s.name, pair, ...r });
+              console.error(
+                `${name} round ${round + 1} ${s.name} ${workload} ${n} streams: decode ${
+                  r.decode.toFixed(1)
+                } ` +
+                  `tok/s, aggregate ${r.aggregate.toFixed(1)} tok/s, TTFT p50 ${
+                    r.ttftP50.toFixed(0)
+                  } ms max ` +
+                  `${r.ttftMax.toFixed(0)} ms`,
+              );
+            }
           }
         }
       }
@@ -267,6 +280,17 @@ if (values["embed-gguf"]) {
   }
 }
 
+/** The median over pairs of ours / llama-server's figure `k` (pairs with a figure on both sides). */
+function pairedRatio(cell: readonly Row[], k: keyof Row): number {
+  const ratios: number[] = [];
+  for (const pair of new Set(cell.map((r) => r.pair))) {
+    const side = (server: string) => cell.find((r) => r.pair === pair && r.server === server)?.[k] as number;
+    const ratio = side("ours") / side("llama-server");
+    if (Number.isFinite(ratio)) ratios.push(ratio);
+  }
+  return median(ratios);
+}
+
 const lines = [
   "| file | load | streams | figure | llama-server | this server | ratio |",
   "|---|---|---:|---|---:|---:|---:|",
@@ -279,11 +303,10 @@ const line = (
   peer: number,
   ours: number,
   d = 1,
+  ratio = ours / peer,
 ) =>
   lines.push(
-    `| ${file} | ${load} | ${n} | ${label} | ${peer.toFixed(d)} | ${ours.toFixed(d)} | ${
-      (ours / peer).toFixed(2)
-    } |`,
+    `| ${file} | ${load} | ${n} | ${label} | ${peer.toFixed(d)} | ${ours.toFixed(d)} | ${ratio.toFixed(2)} |`,
   );
 for (const file of [...new Set(rows.map((r) => r.file))]) {
   for (const [workload, counts] of LOADS) {
@@ -301,11 +324,12 @@ for (const file of [...new Set(rows.map((r) => r.file))]) {
         ["TTFT p50 ms", "ttftP50"],
         ["TTFT max ms", "ttftMax"],
       ];
+      const cell = rows.filter((r) => r.file === file && r.workload === workload && r.streams === n);
       for (const [label, k] of figures) {
         const peer = of("llama-server", k);
         const ours = of("ours", k);
         if (Number.isNaN(peer) || Number.isNaN(ours)) continue;
-        line(file, workload, n, label, peer, ours);
+        line(file, workload, n, label, peer, ours, 1, pairedRatio(cell, k));
       }
     }
   }
