@@ -311,20 +311,15 @@ const line = (
 for (const file of [...new Set(rows.map((r) => r.file))]) {
   for (const [workload, counts] of LOADS) {
     for (const n of counts) {
+      const cell = rows.filter((r) => r.file === file && r.workload === workload && r.streams === n);
       const of = (server: string, k: keyof Row) =>
-        median(
-          rows.filter((r) =>
-            r.file === file && r.workload === workload && r.streams === n && r.server === server
-          )
-            .map((r) => r[k] as number),
-        );
+        median(cell.filter((r) => r.server === server).map((r) => r[k] as number));
       const figures: [string, keyof Row][] = [
         ["per-stream decode tok/s", "decode"],
         ["aggregate tok/s", "aggregate"],
         ["TTFT p50 ms", "ttftP50"],
         ["TTFT max ms", "ttftMax"],
       ];
-      const cell = rows.filter((r) => r.file === file && r.workload === workload && r.streams === n);
       for (const [label, k] of figures) {
         const peer = of("llama-server", k);
         const ours = of("ours", k);
