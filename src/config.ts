@@ -28,6 +28,7 @@ export interface Config {
   preload: boolean;
   isolation: "process" | "thread";
   runnerNice: number;
+  streamIntervalMs: number;
   whisperLib: string;
   llamaLib: string;
   parallel: number;
@@ -362,6 +363,19 @@ export const OPTIONS: Option[] = [
     help: "How much lower than the server's the CPU priority of runner processes is (a nice increment; 0: " +
       "the same): the server's own thread (health checks, tokens on their way out, new requests) gets a " +
       "core at once while model threads use them all. Refused with --isolation=thread (unless 0).",
+  },
+  {
+    key: "streamIntervalMs",
+    flag: "stream-interval-ms",
+    env: "OAI_STREAM_INTERVAL_MS",
+    kind: "int",
+    default: "15",
+    min: 0,
+    max: 1000,
+    help:
+      "A streamed token that comes sooner than this after the last tokens left a model's runner waits to " +
+      "go with the next ones (a choice's first token and its end never wait): each hand-over wakes the " +
+      "server's thread on the cores the model decodes on. 0: every round's tokens at once.",
   },
   {
     key: "parallel",

@@ -12,6 +12,7 @@ export function builtinLoaders(config: Config): Loaders {
     debug: config.logLevel === "debug",
     isolation: config.isolation,
     nice: config.runnerNice,
+    streamIntervalMs: config.streamIntervalMs,
     whisper: {
       lib: config.whisperLib || whisperLibFor(config.whisperVariant),
       concurrency: config.transcriptionConcurrency,

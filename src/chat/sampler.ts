@@ -109,7 +109,7 @@ export class Sampler {
   readonly #weights: Float32Array;
   readonly #order: Uint32Array;
 
-  /** `kernel`: the backend's native twin of sample() at temperature > 0 (same draws to ~1e-7, much faster). */
+  /** `kernel`: the backend's native twin of sample() (greedy exactly, draws the same to ~1e-7, much faster). */
   constructor(vocabSize: number, private readonly kernel?: SampleKernel) {
     this.#weights = new Float32Array(vocabSize);
     this.#order = new Uint32Array(vocabSize);
@@ -117,7 +117,6 @@ export class Sampler {
 
   /** Picks the next token from (already biased/penalized/masked) logits. */
   sample(logits: Float32Array, p: SamplingParams, rng: Rng): number {
-    if (p.temperature === 0) return argmax(logits);
     if (this.kernel) {
       const token = this.kernel(logits, p.temperature, p.topK, p.topP, rng.state);
       if (token >= 0) return token;

@@ -317,10 +317,10 @@ export interface RenderOptions {
 export type SequenceId = number;
 
 /**
- * A native twin of the pipeline's sampler (src/chat/sampler.ts, temperature > 0): the token drawn from
- * `logits` with top-k / top-p, advancing the Rng's four state words in `rng` by one draw as the JavaScript
- * one does (the same token but where its weights' last bits decide). -1: it could not (the JavaScript path
- * runs instead).
+ * A native twin of the pipeline's sampler (src/chat/sampler.ts): at temperature 0 argmax() exactly (no
+ * draw), else the token drawn from `logits` with top-k / top-p, advancing the Rng's four state words in `rng`
+ * by one draw as the JavaScript one does (the same token but where its weights' last bits decide). -1: it
+ * could not (the JavaScript path runs instead).
  */
 export type SampleKernel = (
   logits: Float32Array,

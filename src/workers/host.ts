@@ -427,6 +427,7 @@ async function startWorker(task: WorkerTask, entry: ModelEntry, ctx: LoadContext
     whisper: opts.whisper,
     // A worker thread shares the server's priority (only a runner process can lower its own).
     nice: opts.isolation === "thread" ? undefined : opts.nice,
+    streamIntervalMs: opts.streamIntervalMs,
   };
   const link = new WorkerLink(entry, ctx.log);
   try {
@@ -447,6 +448,8 @@ export interface WorkerLoaderOptions {
   whisper?: LoadRequest["whisper"];
   /** Runner processes' nice increment (see LoadRequest). */
   nice?: number;
+  /** How often a chat model's tokens may leave its compute side (see LoadRequest). */
+  streamIntervalMs?: number;
 }
 
 /** The loaders of models that compute elsewhere: each starts its own runner, served through a proxy engine. */

@@ -27,6 +27,8 @@ export interface LoadRequest {
    * the model's libraries start inherits it (--runner-nice; not for a worker thread).
    */
   nice?: number;
+  /** Chat tokens leave the compute side no more often than this (outbox.ts; 0 or absent: every round's). */
+  streamIntervalMs?: number;
 }
 
 /** How a runner is told its nice increment on its command line (runner.ts applies it). */

@@ -1,14 +1,14 @@
 // Owns the compute side of a loaded model, wherever it runs (a runner process, runner.ts, or a Worker,
 // guest.ts): it loads the backend, runs chat jobs through the pipeline (src/chat/pipeline.ts) and embedding
-// batches, and posts the events of each round of work together, as soon as the round's tasks end. Cancels
+// batches, and posts the events of each round of work together (outbox.ts), as soon as the round's tasks end. Cancels
 // stop a job within a token. Errors go back serialized; log lines go back to the server's logger.
 import { serializeError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { countPromptTokens, runChat } from "../chat/pipeline.ts";
-import { setImmediate } from "node:timers";
-import type { ChatBackend, ChatEvent, TranscriptionEngine } from "../engines/types.ts";
+import type { ChatBackend, TranscriptionEngine } from "../engines/types.ts";
 import type { RunnerEmbedding } from "../engines/descriptor.ts";
 import { backendOf } from "../engines/backends.ts";
+import { EventOutbox } from "./outbox.ts";
 import type {
   ChatInfo,
   EmbeddingInfo,
@@ -27,25 +27,10 @@ export interface GuestPort {
 
 let scope: GuestPort;
 
-/**
- * Chat events wait here until the tasks now running have finished (a setImmediate), then go as one message:
- * streams decoded together produce their tokens in the same round, and a message costs ~0.3 ms of this thread
- * (which decodes next), so sixteen streams paid ~5 ms a round for sixteen. Any other message sends them first,
- * keeping the order.
- */
-let outbox: { id: number; ev: ChatEvent }[] = [];
-function flush(): void {
-  if (outbox.length === 0) return;
-  const items = outbox;
-  outbox = [];
-  scope.postMessage({ t: "events", items });
-}
-function emit(id: number, ev: ChatEvent): void {
-  outbox.push({ id, ev });
-  if (outbox.length === 1) setImmediate(flush);
-}
+/** Chat events on their way to the server (outbox.ts); the interval is the load's. */
+const outbox = new EventOutbox((items) => scope.postMessage({ t: "events", items }), 0);
 const post = (m: GuestMessage, transfer?: Transferable[]) => {
-  flush();
+  outbox.flush();
   scope.postMessage(m, transfer);
 };
 
@@ -69,6 +54,7 @@ const jobs = new Map<number, AbortController>();
 
 async function load(req: LoadRequest): Promise<void> {
   log = workerLog(req.debug);
+  outbox.intervalMs = req.streamIntervalMs ?? 0;
   const ctx = {
     modelsDir: req.modelsDir,
     threads: req.threads,
@@ -143,6 +129,7 @@ async function runJob(id: number, run: (signal: AbortSignal) => Promise<void>): 
     error = e;
   }
   jobs.delete(id);
+  outbox.end(id);
   // Before the end: the host answers the request on it, and by then knows what the model holds after it.
   const bytes = chat?.memoryBytes?.() ?? embedding?.memoryBytes() ?? transcription?.memoryBytes?.();
   if (bytes !== undefined) post({ t: "memory", bytes, rss: processRss() });
@@ -163,7 +150,7 @@ function receive(m: HostMessage): void {
       break;
     case "chat":
       void runJob(m.id, async (signal) => {
-        for await (const ev of runChat(chat!, m.job, { signal, log })) emit(m.id, ev);
+        for await (const ev of runChat(chat!, m.job, { signal, log })) outbox.emit(m.id, ev);
       });
       break;
     case "count":

@@ -4,7 +4,7 @@
 // sort and the candidate floors decide), masked tokens, and Qwen's 152k vocabulary. And that the float weights
 // are the softmax the pipeline's JavaScript sampler draws from (within float rounding).
 import assert from "node:assert/strict";
-import { Rng, Sampler } from "../../chat/sampler.ts";
+import { argmax, Rng, Sampler } from "../../chat/sampler.ts";
 import { openLlama } from "./ffi.ts";
 
 const fround = Math.fround;
@@ -127,6 +127,39 @@ Deno.test("native sampler: the same draws as its JavaScript reference, the same 
     }
   }
   assert.equal(draws, 3 * 6 * 30 + 6 * 12);
+});
+
+Deno.test("native sampler: at temperature 0 argmax() exactly, and no draw", () => {
+  const sym = openLlama();
+  const state = new Rng(5n).state;
+  const before = [...state];
+  let checked = 0;
+  for (const n of [1, 15, 16, 17, 50, 4096, 49152, 151936]) {
+    for (const row of rows(n, 8, n * 3)) {
+      assert.equal(sym.lshim_sample(row, n, 0, 40, 0.9, state), argmax(row), `vocab ${n}`);
+      checked++;
+    }
+  }
+  // Ties (the lowest index wins, in and across lanes), NaN (never wins), nothing above -inf (0), a lone
+  // finite value past the lanes, -0 and 0.
+  const cases: [number[], number][] = [
+    [[1, 3, 3, 2], 1],
+    [[...Array(40).fill(0), 7, ...Array(20).fill(0), 7], 40],
+    [[NaN, 1, NaN, 2, NaN], 3],
+    [[NaN, NaN], 0],
+    [[-Infinity, -Infinity, -Infinity], 0],
+    [[...Array(33).fill(-Infinity), -5], 33],
+    [[-0, 0, -1], 0],
+    [[-1, 0, -0], 1],
+  ];
+  for (const [values, want] of cases) {
+    const row = Float32Array.from(values);
+    assert.equal(argmax(row), want, `reference ${values}`);
+    assert.equal(sym.lshim_sample(row, row.length, 0, 0, 1, state), want, `${values}`);
+    checked++;
+  }
+  assert.deepEqual([...state], before);
+  assert.equal(checked, 8 * 8 + 8);
 });
 
 Deno.test("native sampler: its float exponential is e^x within 3 float ulps, 0 below -80", () => {
