@@ -11,7 +11,7 @@
 // --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode
 // tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio
 // to llama-server. A chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both
-// servers, back to back), not the ratio of the two medians: the VM's speed drifts between rounds, which a
+// servers, back to back; for embeddings, a round's two bursts), not the ratio of the two medians: the VM's speed drifts between rounds, which a
 // pair mostly does not see. A one-stream burst is short and the most sensitive to that drift, so it runs as
 // --one-stream-pairs pairs a round (each pair's order alternating).
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
@@ -204,7 +204,8 @@ interface Row extends Omit<BurstResult, "health"> {
 let nextPair = 0;
 const rows: Row[] = [];
 const prefills: { file: string; server: string; tokens: number; perSecond: number }[] = [];
-const embeds: { file: string; server: string; perSecond: number }[] = [];
+/** Embedding bursts; `round` pairs the two servers' bursts of a round (run back to back) for the ratio. */
+const embeds: { file: string; server: string; perSecond: number; round: number }[] = [];
 /** /health latencies per server, over every load. */
 const health: Record<string, number[]> = { ours: [], "llama-server": [] };
 const benches = new Map<string, Bench>();
@@ -271,7 +272,7 @@ if (values["embed-gguf"]) {
       for (const s of round % 2 ? [...servers].reverse() : servers) {
         const r = await embeddingBurst(s.url, EMBED_N, Number(values["embed-repeat"]), ids, EMBED_WORDS);
         health[s.name].push(...r.health);
-        embeds.push({ file: basename(file), server: s.name, perSecond: r.perSecond });
+        embeds.push({ file: basename(file), server: s.name, perSecond: r.perSecond, round });
         console.error(`${basename(file)} round ${round + 1} ${s.name}: ${r.perSecond.toFixed(1)} inputs/s`);
       }
     }
@@ -360,7 +361,14 @@ for (const file of [...new Set(rows.map((r) => r.file))]) {
 for (const file of [...new Set(embeds.map((e) => e.file))]) {
   const of = (server: string) =>
     median(embeds.filter((e) => e.file === file && e.server === server).map((e) => e.perSecond));
-  line(file, "embeddings", EMBED_N, "inputs/s", of("llama-server"), of("ours"));
+  // As the chat loads': the median of each round's ratio (the VM drifts between rounds minutes apart).
+  const ratios = [...new Set(embeds.map((e) => e.round))].flatMap((round) => {
+    const at = (server: string) =>
+      embeds.find((e) => e.file === file && e.server === server && e.round === round)?.perSecond;
+    const ours = at("ours"), peer = at("llama-server");
+    return ours !== undefined && peer ? [ours / peer] : [];
+  });
+  line(file, "embeddings", EMBED_N, "inputs/s", of("llama-server"), of("ours"), 1, median(ratios));
 }
 const p99 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 99);
 if (health.ours.length && health["llama-server"].length) {
