@@ -1,7 +1,7 @@
 // Owns the compute side of a loaded model, wherever it runs (a runner process, runner.ts, or a Worker,
 // guest.ts): it loads the backend, runs chat jobs through the pipeline (src/chat/pipeline.ts) and embedding
-// batches, and posts the events of each round of work together (outbox.ts), as soon as the round's tasks end. Cancels
-// stop a job within a token. Errors go back serialized; log lines go back to the server's logger.
+// batches, and posts the events of each round of work together (outbox.ts), as soon as the round's tasks
+// end. Cancels stop a job within a token. Errors go back serialized; log lines go back to the server's logger.
 import { serializeError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { countPromptTokens, runChat } from "../chat/pipeline.ts";
