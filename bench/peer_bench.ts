@@ -11,9 +11,9 @@
 // --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode
 // tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio
 // to llama-server. A chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both
-// servers, back to back; for embeddings, a round's two bursts), not the ratio of the two medians: the VM's speed drifts between rounds, which a
-// pair mostly does not see. A one-stream burst is short and the most sensitive to that drift, so it runs as
-// --one-stream-pairs pairs a round (each pair's order alternating).
+// servers, back to back; for embeddings, a round's two bursts), not the ratio of the two medians: the VM's
+// speed drifts between rounds, which a pair mostly does not see. A one-stream burst is short and the most
+// sensitive to that drift, so it runs as --one-stream-pairs pairs a round (each pair's order alternating).
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]

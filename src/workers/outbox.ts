@@ -5,13 +5,14 @@
 // them first (flush), keeping the order.
 //
 // A token that comes less than `intervalMs` after the last message waits for the next one (about a 60 Hz
-// screen's frame by default, as vLLM's --stream-interval counts in tokens): each message wakes the server's
-// HTTP thread, ~0.45 ms of CPU on the very cores the model decodes on, so one stream at 80-110 tokens/s lost
-// that much of every 9-12 ms step (with the interval, 0.27-0.35 ms a token instead of 0.47-0.54). It waits
-// at most until the interval is up, or until the model's thread runs timers again (it runs them between
-// rounds only, so in practice the next round's message carries it). A choice's first token and every event
-// that is not a token go out at once: first-token latency and finish times are never held, nor is any token
-// of a model slower than the interval.
+// screen's frame by default; FastChat's workers do the same by tokens, `stream_interval`): each message wakes
+// the server's HTTP thread, ~0.45 ms of CPU on the very cores the model decodes on, so one stream at 80-110
+// tokens/s lost that much of every 9-12 ms step (with the interval, 0.27-0.35 ms a token instead of
+// 0.47-0.54). It waits at most until the interval is up, or until the model's thread runs timers again (it
+// runs them between rounds only, so in practice the next round's message carries it; a round that reads a
+// long prompt delays it by that round, which the stream's next token waits for anyway). A choice's first
+// token and every event that is not a token go out at once: first-token latency and finish times are never
+// held, nor is any token of a model slower than the interval.
 import { setImmediate } from "node:timers";
 import type { ChatEvent } from "../engines/types.ts";
 
@@ -43,6 +44,8 @@ export class EventOutbox {
   #lastSent = -Infinity;
   /** Jobs whose current choice's first token has gone out (a later one may wait). */
   readonly #started = new Set<number>();
+  /** flush() as a callback, made once (an immediate or a timer is set per message). */
+  readonly #flush = () => this.flush();
 
   constructor(
     private readonly send: (items: OutboxItem[]) => void,
@@ -60,12 +63,12 @@ export class EventOutbox {
       hold = this.#started.has(id) && since < this.intervalMs;
       this.#started.add(id);
       if (hold && !this.#queued && this.#timer === undefined) {
-        this.#timer = this.clock.timeout(() => this.flush(), this.intervalMs - since);
+        this.#timer = this.clock.timeout(this.#flush, this.intervalMs - since);
       }
     }
     if (!hold && !this.#queued) {
       this.#queued = true;
-      this.clock.immediate(() => this.flush());
+      this.clock.immediate(this.#flush);
     }
   }
 
