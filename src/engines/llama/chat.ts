@@ -363,8 +363,9 @@ export class LlamaChat implements ChatBackend {
 
   /**
    * A free slot now, or the next one freed: one whose cells `ids` starts with whole (nothing of them is lost),
-   * else an empty one, else one whose cells `ids` starts best with (worth keeping, as for a copy), else the one
-   * left longest ago; among equals, the slot next to the most running sequences. Then, unless the choice holds
+   * else an empty one, else one whose cells `ids` starts best with (worth keeping, as for a copy; prefixes less
+   * than a copy's worth shorter count as equal), else the one left longest ago; among equals, the slot next to
+   * the most running sequences. Then, unless the choice holds
    * a prefix it reads in place, a slot next to more running sequences is taken instead, its cells moved to the
    * chosen one (see #moveNextToRunning). Marked cells that `ids` does not start with are copied out before
    * they go.
@@ -381,22 +382,24 @@ export class LlamaChat implements ChatBackend {
     if (idle.length) {
       const onGpu = this.#placement.gpuLayers > 0;
       let whole: Slot | undefined;
-      let parts: Slot[] = [];
-      let bestPart = 0;
+      const parts: { slot: Slot; len: number }[] = [];
       for (const s of idle) {
         const len = commonPrefix(s.tokens, ids);
         if (len === s.tokens.length && len > 0) {
           if (!whole || len > whole.tokens.length) whole = s;
-        } else if (len >= bestPart && len > 0 && worthCopying(len, s.tokens.length, onGpu)) {
-          if (len > bestPart) parts = [];
-          bestPart = len;
-          parts.push(s);
-        }
+        } else if (len > 0 && worthCopying(len, s.tokens.length, onGpu)) parts.push({ slot: s, len });
       }
       if (whole) return bind(whole);
       const next = this.#neighbours();
       const empty = idle.filter((s) => s.tokens.length === 0);
-      if (!empty.length && parts.length) return bind(nextToRunning(parts, next));
+      if (!empty.length && parts.length) {
+        // Prefixes fewer tokens apart than a copy is worth for count as one: a burst's prompts "request 6001"
+        // and "request 6013" share a digit more with some slots than with others, and taking those scattered
+        // the burst's ids (slots 2, 3, 10-15: its 8 streams decoded ~35% slower than in 8-15).
+        const top = Math.max(...parts.map((p) => p.len));
+        const near = parts.filter((p) => !worthCopying(top - p.len, p.slot.tokens.length, onGpu));
+        return bind(nextToRunning(near.map((p) => p.slot), next));
+      }
       const oldest = Math.min(...idle.map((s) => s.closed));
       const pick = nextToRunning(empty.length ? empty : idle.filter((s) => s.closed === oldest), next);
       return bind(this.#moveNextToRunning(pick, idle, next));
@@ -435,11 +438,17 @@ export class LlamaChat implements ChatBackend {
     let running: Slot | undefined;
     let saved: Saved | undefined;
     const onGpu = this.#placement.gpuLayers > 0;
-    let best = commonPrefix(slot.tokens, target);
-    if (taken && !worthCopying(best, slot.tokens.length, onGpu)) best = 0;
+    let kept = commonPrefix(slot.tokens, target);
+    if (taken && !worthCopying(kept, slot.tokens.length, onGpu)) kept = 0;
+    let best = kept;
+    // Another slot's cells copy as a whole stream: worth what they add to the slot's own prefix, not their
+    // length (a burst's prompts "request 6001 ..." and "request 6002 ..." share the template and a digit more
+    // with a running stream than with their own slot: each copied a whole 2048-cell stream, 47 MB, for two
+    // tokens, in the round that reads them). A saved state (a marked prompt, asked to be kept) holds only its
+    // own cells.
     for (const s of this.#slots) {
       const len = s !== slot ? commonPrefix(s.tokens, target) : 0;
-      if (len > best && worthCopying(len, s.tokens.length, onGpu)) best = len, running = s;
+      if (len > best && worthCopying(len - kept, s.tokens.length, onGpu)) best = len, running = s;
     }
     // A restore writes the slot's data at once, before a queued copy from or to it would (see Slot.copying).
     for (const c of slot.copying === this.batcher.decodes ? [] : this.#saved) {

@@ -159,6 +159,34 @@ Deno.test("llama chat: a copy is worth it for at least half of what it copies, o
   assert.equal(worthCopying(100, 2000, false), true);
 });
 
+Deno.test("llama chat: a running stream is not copied for a few tokens more than the slot's own prefix", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(2));
+  const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+  try {
+    const base = Array.from({ length: 40 }, (_, i) => 100 + i);
+    // Slot 0 keeps base + 1, 2, 3; a running sequence in slot 1 holds base + 7, 8, 9, 10 (copied: 40 tokens).
+    const a = chat.open();
+    await chat.prefill(a, [...base, 1, 2, 3]);
+    chat.close(a);
+    const b = chat.open();
+    assert.equal((await chat.prefill(b, [...base, 7, 8, 9, 10])).cachedTokens, base.length);
+    // The next prompt takes slot 0: its own 40 tokens are reused; the running stream's 42 are not worth a copy.
+    const c = chat.open();
+    const prompt = [...base, 7, 8, 11];
+    const got = await chat.prefill(c, prompt);
+    assert.equal(got.cachedTokens, base.length);
+    const s = fresh.open();
+    assert.ok(worstDiff(got.logits.slice(), (await fresh.prefill(s, prompt)).logits) < 1e-3);
+    fresh.close(s);
+    chat.close(b);
+    chat.close(c);
+  } finally {
+    await chat.dispose();
+    await fresh.dispose();
+  }
+});
+
 Deno.test("llama chat: a prompt that fails in a later chunk leaves no cells for the slot's next sequence", async () => {
   const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
   const small = { ...entry("chat", path), options: { batch_size: 512 } };
@@ -305,6 +333,48 @@ Deno.test("llama chat: a prompt takes a slot next to the running ones, the cells
     }
   } finally {
     await chat.dispose();
+  }
+});
+
+Deno.test("llama chat: a prompt takes the slot next to a running one over one sharing a token more", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(4));
+  const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+  try {
+    const rounds: number[][] = [];
+    const decode = chat.ctx.decode.bind(chat.ctx);
+    chat.ctx.decode = (tokens, pos, seq, out, logits) => (
+      rounds.push([...new Set(seq.subarray(0, tokens.length))].sort((x, y) => x - y)),
+        decode(tokens, pos, seq, out, logits)
+    );
+    // Every slot holds a 40-token opening and a tail of its own; slot 3's tail starts as the next prompt's.
+    const base = Array.from({ length: 40 }, (_, i) => 100 + i);
+    const held = [[1, 1, 1], [2, 2, 2], [3, 3, 3], [9, 5, 5]].map((t) => [...base, ...t]);
+    const seqs = [];
+    for (const ids of held) {
+      const s = chat.open();
+      await chat.prefill(s, ids);
+      seqs.push(s);
+    }
+    for (const s of seqs) chat.close(s);
+    const a = chat.open();
+    await chat.prefill(a, [...held[0], 7]);
+    // Slot 3 shares 41 tokens with it, slots 1 and 2 share 40: it takes slot 1, next to the running slot 0.
+    const b = chat.open();
+    const prompt = [...base, 9, 6, 6];
+    const got = await chat.prefill(b, prompt);
+    assert.equal(got.cachedTokens, base.length);
+    const f = fresh.open();
+    assert.ok(worstDiff(got.logits.slice(), (await fresh.prefill(f, prompt)).logits) < 1e-3);
+    fresh.close(f);
+    rounds.length = 0;
+    await Promise.all([chat.step(a, 11), chat.step(b, 12)]);
+    assert.deepEqual(rounds, [[0, 1]]);
+    chat.close(a);
+    chat.close(b);
+  } finally {
+    await chat.dispose();
+    await fresh.dispose();
   }
 });
 
