@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { memoryLogger } from "../../log.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
 import { loadLlamaChat, loadLlamaEmbedding } from "./mod.ts";
-import { kvStreamBytes, worthCopying } from "./chat.ts";
+import { kvStreamBytes, type LlamaChat, worthCopying } from "./chat.ts";
 
 const MODELS = fileURLToPath(new URL("../../../models/generated/", import.meta.url));
 
@@ -173,12 +173,7 @@ Deno.test("llama chat: a running stream is not copied for a few tokens more than
     assert.equal((await chat.prefill(b, [...base, 7, 8, 9, 10])).cachedTokens, base.length);
     // The next prompt takes slot 0: its own 40 tokens are reused; the running stream's 42 are not worth a copy.
     const c = chat.open();
-    const prompt = [...base, 7, 8, 11];
-    const got = await chat.prefill(c, prompt);
-    assert.equal(got.cachedTokens, base.length);
-    const s = fresh.open();
-    assert.ok(worstDiff(got.logits.slice(), (await fresh.prefill(s, prompt)).logits) < 1e-3);
-    fresh.close(s);
+    assert.equal(await prefillAsFresh(chat, fresh, c, [...base, 7, 8, 11]), base.length);
     chat.close(b);
     chat.close(c);
   } finally {
@@ -219,6 +214,20 @@ Deno.test("llama chat: a prompt that fails in a later chunk leaves no cells for 
     await fresh.dispose();
   }
 });
+
+/** Prefills `seq` of `chat` with `ids`, checks the logits against a fresh model's, returns cachedTokens. */
+async function prefillAsFresh(
+  chat: LlamaChat,
+  fresh: LlamaChat,
+  seq: number,
+  ids: number[],
+): Promise<number> {
+  const got = await chat.prefill(seq, ids);
+  const f = fresh.open();
+  assert.ok(worstDiff(got.logits.slice(), (await fresh.prefill(f, ids)).logits) < 1e-3);
+  fresh.close(f);
+  return got.cachedTokens;
+}
 
 /** Largest difference between two logits rows. */
 function worstDiff(a: Float32Array, b: Float32Array): number {
@@ -361,12 +370,7 @@ Deno.test("llama chat: a prompt takes the slot next to a running one over one sh
     await chat.prefill(a, [...held[0], 7]);
     // Slot 3 shares 41 tokens with it, slots 1 and 2 share 40: it takes slot 1, next to the running slot 0.
     const b = chat.open();
-    const prompt = [...base, 9, 6, 6];
-    const got = await chat.prefill(b, prompt);
-    assert.equal(got.cachedTokens, base.length);
-    const f = fresh.open();
-    assert.ok(worstDiff(got.logits.slice(), (await fresh.prefill(f, prompt)).logits) < 1e-3);
-    fresh.close(f);
+    assert.equal(await prefillAsFresh(chat, fresh, b, [...base, 9, 6, 6]), base.length);
     rounds.length = 0;
     await Promise.all([chat.step(a, 11), chat.step(b, 12)]);
     assert.deepEqual(rounds, [[0, 1]]);
