@@ -45,6 +45,12 @@ export interface LoadContext {
   /** Layers of a GGUF model on the GPU (-1: all that fit); a manifest entry's options.gpu_layers wins. */
   gpuLayers?: number;
   log: Logger;
+  /**
+   * Runs just before the model's thread blocks on work much longer than a decode step (a round that reads
+   * prompt tokens): the compute side sends what it holds first (a stream's held token, see
+   * workers/outbox.ts), since nothing else runs on that thread until the round ends.
+   */
+  beforeLongWork?: () => void;
 }
 
 /** Where a loaded model runs, and what it holds on a GPU (llama.cpp reports it; other engines need not). */

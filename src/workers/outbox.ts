@@ -9,10 +9,10 @@
 // the server's HTTP thread, ~0.45 ms of CPU on the very cores the model decodes on, so one stream at 80-110
 // tokens/s lost that much of every 9-12 ms step (with the interval, 0.27-0.35 ms a token instead of
 // 0.47-0.54). It waits at most until the interval is up, or until the model's thread runs timers again (it
-// runs them between rounds only, so in practice the next round's message carries it; a round that reads a
-// long prompt delays it by that round, which the stream's next token waits for anyway). A choice's first
-// token and every event that is not a token go out at once: first-token latency and finish times are never
-// held, nor is any token of a model slower than the interval.
+// runs them between rounds only, so in practice the next round's message carries it). A round that reads a
+// prompt would hold it for that whole round: the engine calls beforeLongWork first (serve_model.ts flushes
+// this outbox there). A choice's first token and every event that is not a token go out at once: first-token
+// latency and finish times are never held, nor is any token of a model slower than the interval.
 import { setImmediate } from "node:timers";
 import type { ChatEvent } from "../engines/types.ts";
 

@@ -65,6 +65,8 @@ async function load(req: LoadRequest): Promise<void> {
     gpuLayers: req.gpuLayers,
     hub: req.hub,
     whisper: req.whisper,
+    // A held token goes before a round that reads a prompt, not after it.
+    beforeLongWork: () => outbox.flush(),
   };
   try {
     // The backend's own descriptor loads it: a new backend needs no change here.

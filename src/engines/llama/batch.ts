@@ -76,6 +76,8 @@ export class DecodeBatcher {
   /** Prompt tokens a round decodes per second (a moving average over rounds of at least RATE_TOKENS). */
   #promptRate = 0;
   #decodes = 0;
+  /** Runs before a round that reads prompt tokens (LoadContext.beforeLongWork). */
+  beforePromptRound: (() => void) | undefined;
 
   /**
    * `nBatch`: tokens a round takes at most; `uBatch`: the micro-batch llama.cpp computes them in (it bounds the
@@ -192,9 +194,10 @@ export class DecodeBatcher {
       // A view handed out earlier keeps the old buffer alive, unchanged: its sequence can still read it.
       this.#logits = new Float32Array(rows * this.nVocab);
     }
+    const prompt = n - stepRows;
+    if (prompt > 0) this.beforePromptRound?.();
     const started = performance.now();
     const rc = this.#decode(n);
-    const prompt = n - stepRows;
     if (rc === 0 && prompt >= RATE_TOKENS) {
       const rate = n / Math.max(1e-3, (performance.now() - started) / 1000);
       this.#promptRate = this.#promptRate ? 0.7 * this.#promptRate + 0.3 * rate : rate;

@@ -275,3 +275,18 @@ Deno.test("a round reads at most a micro-batch / PROMPT_ROWS prompts: each keeps
     "8x100 9x100 10x100 11x100",
   ]);
 });
+
+Deno.test("the hook before long work runs before each round that reads prompt tokens, and only those", async () => {
+  const ctx = new RecordingContext();
+  const b = batcher(ctx);
+  // What the hook sees: how many rounds had run when it was called.
+  const calls: number[] = [];
+  b.beforePromptRound = () => calls.push(ctx.rounds.length);
+  // A stream generates alone (steps only), then a prompt arrives and is read in two rounds (600 > 512).
+  await b.submit(0, range(10), 0);
+  for (let pos = 10; pos < 13; pos++) await b.submit(0, [1], pos);
+  assert.deepEqual(calls, [0]);
+  await Promise.all([b.submit(0, [1], 13), b.submit(1, range(600), 0)]);
+  assert.deepEqual(layout(ctx).slice(4), ["0x1 1x511", "1x89"]);
+  assert.deepEqual(calls, [0, 4, 5]);
+});

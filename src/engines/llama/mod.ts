@@ -112,6 +112,7 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
       description: `llama.cpp ${placement.device} ${fileType(model)}`,
       placement,
     });
+    chat.batcher.beforePromptRound = ctx.beforeLongWork;
     ctx.log.info("chat model ready", {
       model: entry.id,
       backend: chat.backend,

@@ -97,6 +97,25 @@ Deno.test("llama chat: a closed sequence's cells stay in its slot, nothing copie
   }
 });
 
+Deno.test("llama chat: the load context's hook runs before a round that reads a prompt, not before a step", async () => {
+  let calls = 0;
+  const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), {
+    ...ctx(1),
+    beforeLongWork: () => calls++,
+  });
+  try {
+    const s = chat.open();
+    await chat.prefill(s, chat.render([{ role: "user", content: "Hello." }]));
+    assert.equal(calls, 1);
+    await chat.step(s, 11);
+    await chat.step(s, 12);
+    assert.equal(calls, 1);
+    chat.close(s);
+  } finally {
+    await chat.dispose();
+  }
+});
+
 Deno.test("llama chat: a marked prompt's cells are copied out when its slot is taken, counted, and restored", async () => {
   const chat = await loadLlamaChat(entry("chat", "chat-tiny/gguf/chat-tiny-F32.gguf"), ctx(1));
   try {
