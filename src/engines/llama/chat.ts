@@ -365,10 +365,9 @@ export class LlamaChat implements ChatBackend {
    * A free slot now, or the next one freed: one whose cells `ids` starts with whole (nothing of them is lost),
    * else an empty one, else one whose cells `ids` starts best with (worth keeping, as for a copy; prefixes less
    * than a copy's worth shorter count as equal), else the one left longest ago; among equals, the slot next to
-   * the most running sequences. Then, unless the choice holds
-   * a prefix it reads in place, a slot next to more running sequences is taken instead, its cells moved to the
-   * chosen one (see #moveNextToRunning). Marked cells that `ids` does not start with are copied out before
-   * they go.
+   * the most running sequences. Then, unless the choice holds a prefix it reads in place, a slot next to more
+   * running sequences is taken instead, its cells moved to the chosen one (see #moveNextToRunning). Marked
+   * cells that `ids` does not start with are copied out before they go.
    */
   #acquire(h: Handle, ids: readonly number[]): Slot | Promise<Slot> {
     const bind = (slot: Slot) => {
@@ -393,9 +392,9 @@ export class LlamaChat implements ChatBackend {
       const next = this.#neighbours();
       const empty = idle.filter((s) => s.tokens.length === 0);
       if (!empty.length && parts.length) {
-        // Prefixes fewer tokens apart than a copy is worth for count as one: a burst's prompts "request 6001"
-        // and "request 6013" share a digit more with some slots than with others, and taking those scattered
-        // the burst's ids (slots 2, 3, 10-15: its 8 streams decoded ~35% slower than in 8-15).
+        // Prefixes that differ by fewer tokens than a copy is worth count as one: a burst's prompts "request
+        // 6001" and "request 6013" share a digit more with some slots than with others, and following those
+        // digits scattered the burst's ids (slots 2, 3, 10-15: its 8 streams decoded ~35% slower than in 8-15).
         const top = Math.max(...parts.map((p) => p.len));
         const near = parts.filter((p) => !worthCopying(top - p.len, p.slot.tokens.length, onGpu));
         return bind(nextToRunning(near.map((p) => p.slot), next));
