@@ -150,103 +150,137 @@ static float smp_max(const float * x, int32_t n) {
 /** Per-thread scratch (each model's worker is a thread), grown to the largest vocabulary seen. */
 static __thread double * smp_bw;
 static __thread float * smp_w;
-static __thread uint32_t * smp_a;
-static __thread uint32_t * smp_b;
+static __thread uint64_t * smp_k1;
+static __thread uint64_t * smp_k2;
+static __thread uint32_t * smp_heap;
 static __thread int32_t smp_cap;
 
 static int smp_reserve(int32_t n) {
     if (n <= smp_cap) return 1;
     float * w = (float *) realloc(smp_w, sizeof(float) * (size_t) n);
     if (w) smp_w = w;
-    uint32_t * a = (uint32_t *) realloc(smp_a, sizeof(uint32_t) * (size_t) n);
-    if (a) smp_a = a;
-    uint32_t * b = (uint32_t *) realloc(smp_b, sizeof(uint32_t) * (size_t) n);
-    if (b) smp_b = b;
+    uint64_t * k1 = (uint64_t *) realloc(smp_k1, sizeof(uint64_t) * (size_t) n);
+    if (k1) smp_k1 = k1;
+    uint64_t * k2 = (uint64_t *) realloc(smp_k2, sizeof(uint64_t) * (size_t) n);
+    if (k2) smp_k2 = k2;
+    uint32_t * heap = (uint32_t *) realloc(smp_heap, sizeof(uint32_t) * (size_t) n);
+    if (heap) smp_heap = heap;
     const size_t blocks = (size_t) n / SMP_BLOCK + 1;
     double * bw = (double *) realloc(smp_bw, sizeof(double) * blocks);
     if (bw) smp_bw = bw;
-    if (!w || !a || !b || !bw) return 0;
+    if (!w || !k1 || !k2 || !heap || !bw) return 0;
     smp_cap = n;
     return 1;
 }
 
+/** A weight's bits: non-negative floats order as their bits do. */
+static inline uint32_t smp_bits(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    return bits;
+}
+
+/** A candidate as one integer: ascending keys are weights highest first, ties by token id (the comparator's). */
+static inline uint64_t smp_key(uint32_t bits, uint32_t id) {
+    return ((uint64_t) ~bits << 32) | id;
+}
+
 /**
- * Sorts `idx` (m token ids, ascending) by weight, highest first, ties by id (the JavaScript comparator's
- * order): positive floats order as their bits, and a stable LSD radix sort of the inverted bits keeps equal
- * weights in id order.
+ * Keeps in `keys` (m candidates in id order, 0 < k < m) those whose weight is at least the k-th largest's,
+ * still in id order, and returns how many (at least k): sorting them gives the full sort's first k. The k-th
+ * largest comes from a heap of the k best seen, whose root almost every candidate loses to at one compare
+ * (top-k 40 over 45k flat weights: ~20 µs, where histogram passes over the candidates took ~100).
  */
-static uint32_t * smp_sort(const float * w, uint32_t * idx, uint32_t * tmp, int32_t m) {
-    static __thread uint32_t count[2048];
-    uint32_t * src = idx;
-    uint32_t * dst = tmp;
-    for (int pass = 0; pass < 3; pass++) {
-        const int shift = pass * 11;
-        memset(count, 0, sizeof(count));
-        for (int32_t i = 0; i < m; i++) {
-            uint32_t bits;
-            memcpy(&bits, &w[src[i]], 4);
-            count[((~bits) >> shift) & 2047]++;
+static int32_t smp_top(uint64_t * keys, int32_t m, int32_t k) {
+    // A max-heap of the k smallest weight digits (smp_key's high half: the highest weights).
+    uint32_t * h = smp_heap;
+    for (int32_t i = 0; i < k; i++) {
+        const uint32_t d = (uint32_t) (keys[i] >> 32);
+        int32_t at = i;
+        while (at > 0 && h[(at - 1) / 2] < d) {
+            h[at] = h[(at - 1) / 2];
+            at = (at - 1) / 2;
         }
+        h[at] = d;
+    }
+    for (int32_t i = k; i < m; i++) {
+        const uint32_t d = (uint32_t) (keys[i] >> 32);
+        if (d >= h[0]) continue;
+        int32_t at = 0;
+        for (;;) {
+            int32_t c = 2 * at + 1;
+            if (c >= k) break;
+            if (c + 1 < k && h[c + 1] > h[c]) c++;
+            if (h[c] <= d) break;
+            h[at] = h[c];
+            at = c;
+        }
+        h[at] = d;
+    }
+    const uint32_t last = h[0];
+    int32_t n = 0;
+    for (int32_t i = 0; i < m; i++) {
+        if ((uint32_t) (keys[i] >> 32) <= last) keys[n++] = keys[i];
+    }
+    return n;
+}
+
+/**
+ * Sorts `m` keys (smp_key) ascending: an LSD radix sort of the weight bits, in as many 11-bit digits as the
+ * candidates' weights span (three over a floor of 1e-4: 27 bits; fewer when they lie close), reading keys in
+ * order (the sort before read each weight through its token id, at random); the input is in id order and
+ * each pass is stable, so equal weights stay in id order. Returns the buffer holding the result.
+ */
+static uint64_t * smp_sort(uint64_t * keys, uint64_t * tmp, int32_t m) {
+    if (m <= 48) {
+        for (int32_t i = 1; i < m; i++) {
+            const uint64_t v = keys[i];
+            int32_t j = i - 1;
+            while (j >= 0 && keys[j] > v) {
+                keys[j + 1] = keys[j];
+                j--;
+            }
+            keys[j + 1] = v;
+        }
+        return keys;
+    }
+    uint32_t lo = UINT32_MAX;
+    uint32_t hi = 0;
+    for (int32_t i = 0; i < m; i++) {
+        const uint32_t d = (uint32_t) (keys[i] >> 32);
+        lo = d < lo ? d : lo;
+        hi = d > hi ? d : hi;
+    }
+    const uint32_t span = hi - lo;
+    int passes = 0;
+    while (passes < 3 && (span >> (11 * passes)) != 0) passes++;
+    static __thread uint32_t counts[3][2048];
+    // A local pointer: a shared library reaches its thread-locals through a call (__tls_get_addr).
+    uint32_t(*count)[2048] = counts;
+    memset(count, 0, sizeof(counts));
+    for (int32_t i = 0; i < m; i++) {
+        const uint32_t d = (uint32_t) (keys[i] >> 32) - lo;
+        for (int p = 0; p < passes; p++) count[p][(d >> (11 * p)) & 2047]++;
+    }
+    uint64_t * src = keys;
+    uint64_t * dst = tmp;
+    for (int p = 0; p < passes; p++) {
         uint32_t sum = 0;
-        for (int d = 0; d < 2048; d++) {
-            uint32_t c = count[d];
-            count[d] = sum;
+        for (int b = 0; b < 2048; b++) {
+            const uint32_t c = count[p][b];
+            count[p][b] = sum;
             sum += c;
         }
+        const int shift = 11 * p;
         for (int32_t i = 0; i < m; i++) {
-            uint32_t bits;
-            memcpy(&bits, &w[src[i]], 4);
-            dst[count[((~bits) >> shift) & 2047]++] = src[i];
+            const uint32_t d = (uint32_t) (src[i] >> 32) - lo;
+            dst[count[p][(d >> shift) & 2047]++] = src[i];
         }
-        uint32_t * t = src;
+        uint64_t * t = src;
         src = dst;
         dst = t;
     }
     return src;
-}
-
-/**
- * Keeps in `idx` (m token ids in id order, 0 < k < m) the tokens whose weight is at least the k-th largest's,
- * still in id order, and returns how many (at least k): so sorting what is kept gives the full sort's first k.
- * Positive floats order as their bits: a histogram of the top 11 bits finds the bucket of the k-th largest,
- * a second one of the next 11 bits within it narrows the cut. Top-k over a flat distribution (random weights,
- * where no candidate floor helps) sorted the whole vocabulary: 2.8 ms over 152k tokens.
- */
-static int32_t smp_select(const float * w, uint32_t * idx, int32_t m, int32_t k) {
-    static __thread uint32_t count[2048];
-    memset(count, 0, sizeof(count));
-    for (int32_t i = 0; i < m; i++) {
-        uint32_t bits;
-        memcpy(&bits, &w[idx[i]], 4);
-        count[(bits >> 20) & 2047]++;
-    }
-    int32_t above = 0;
-    uint32_t b1 = 2047;
-    for (; b1 > 0; b1--) {
-        if (above + (int32_t) count[b1] >= k) break;
-        above += (int32_t) count[b1];
-    }
-    memset(count, 0, sizeof(count));
-    for (int32_t i = 0; i < m; i++) {
-        uint32_t bits;
-        memcpy(&bits, &w[idx[i]], 4);
-        if (((bits >> 20) & 2047) == b1) count[(bits >> 9) & 2047]++;
-    }
-    const int32_t need = k - above;
-    int32_t got = 0;
-    uint32_t b2 = 2047;
-    for (; b2 > 0; b2--) {
-        if (got + (int32_t) count[b2] >= need) break;
-        got += (int32_t) count[b2];
-    }
-    int32_t n = 0;
-    for (int32_t i = 0; i < m; i++) {
-        uint32_t bits;
-        memcpy(&bits, &w[idx[i]], 4);
-        const uint32_t hi = (bits >> 20) & 2047;
-        if (hi > b1 || (hi == b1 && ((bits >> 9) & 2047) >= b2)) idx[n++] = idx[i];
-    }
-    return n;
 }
 
 /**
@@ -312,34 +346,41 @@ static int32_t smp_sample(const float * logits, int32_t n, double temperature, i
     const int32_t k = top_k > 0 ? (top_k < n ? top_k : n) : n;
     const double target = top_p * total;
     static const double floors[3] = { 1e-4, 1e-8, -1 };
+    uint64_t * keys = smp_k1;
     for (int f = 0; f < 3; f++) {
         const double floor = floors[f];
-        int32_t m = 0;
-        double mass = 0;
+        // The candidates as keys, in id order, and their mass in SMP_LANES lanes (token i adds to lane
+        // i % SMP_LANES; they fold in halves): one chain of adds was latency-bound. The mass only decides
+        // whether a lower floor is needed.
+        int32_t c = 0;
+        double lanes[SMP_LANES] = { 0 };
         for (int32_t i = 0; i < n; i++) {
             if (w[i] > floor) {
-                smp_a[m++] = (uint32_t) i;
-                mass += w[i];
+                keys[c++] = smp_key(smp_bits(w[i]), (uint32_t) i);
+                lanes[i % SMP_LANES] += w[i];
             }
         }
-        if (floor >= 0 && m < k && mass < target) continue;
+        for (int half = SMP_LANES / 2; half > 0; half /= 2) {
+            for (int j = 0; j < half; j++) lanes[j] += lanes[j + half];
+        }
+        if (floor >= 0 && c < k && lanes[0] < target) continue;
         // Only the k best can be kept: sort those (and their ties), not every candidate.
-        if (k < m / 4) m = smp_select(w, smp_a, m, k);
-        const uint32_t * cand = smp_sort(w, smp_a, smp_b, m);
+        if (k < c / 4) c = smp_top(keys, c, k);
+        const uint64_t * cand = smp_sort(keys, smp_k2, c);
         int32_t keep = 0;
         double kept = 0;
-        const int32_t limit = k < m ? k : m;
+        const int32_t limit = k < c ? k : c;
         while (keep < limit) {
-            kept += w[cand[keep]];
+            kept += w[(uint32_t) cand[keep]];
             keep++;
             if (kept >= target) break;
         }
         double r = smp_next(rng) * kept;
         for (int32_t j = 0; j < keep; j++) {
-            r -= w[cand[j]];
-            if (r < 0) return (int32_t) cand[j];
+            r -= w[(uint32_t) cand[j]];
+            if (r < 0) return (int32_t) (uint32_t) cand[j];
         }
-        return (int32_t) cand[keep - 1];
+        return (int32_t) (uint32_t) cand[keep - 1];
     }
     return smp_argmax(w, n);
 }

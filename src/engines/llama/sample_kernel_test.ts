@@ -67,8 +67,13 @@ function reference(logits: Float32Array, temperature: number, topK: number, topP
   const target = topP * total;
   for (const floor of [1e-4, 1e-8, -1]) {
     const cand: number[] = [];
-    let mass = 0;
-    for (let i = 0; i < n; i++) if (w[i] > floor) cand.push(i), mass += w[i];
+    // The mass in lanes, folded in halves (smp_above).
+    const lanes = new Float64Array(LANES);
+    for (let i = 0; i < n; i++) if (w[i] > floor) cand.push(i), lanes[i % LANES] += w[i];
+    for (let half = LANES / 2; half > 0; half >>= 1) {
+      for (let j = 0; j < half; j++) lanes[j] += lanes[j + half];
+    }
+    const mass = lanes[0];
     if (floor >= 0 && cand.length < k && mass < target) continue;
     cand.sort((a, b) => (w[b] - w[a]) || (a - b));
     let keep = 0;
