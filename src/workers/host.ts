@@ -32,6 +32,7 @@ import type {
 } from "./protocol.ts";
 import { type Isolation, processTransport, threadTransport, type Transport } from "./transport.ts";
 import { runnerCommand } from "./runner_command.ts";
+import { ListCoalescer } from "./coalesce.ts";
 /** How long dispose() waits for the worker to free its model before terminating it. */
 const DISPOSE_WAIT_MS = 5_000;
 
@@ -372,8 +373,13 @@ export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngi
     this.normalized = info.normalized;
   }
 
+  /** Requests tokenized while another call is in flight go together in the next (coalesce.ts). */
+  readonly #tokenizer = new ListCoalescer<string, number[]>((texts) =>
+    this.link.call((id) => ({ t: "tokenize", id, texts }))
+  );
+
   tokenize(texts: string[], signal?: AbortSignal): Promise<number[][]> {
-    return this.link.call((id) => ({ t: "tokenize", id, texts }), signal);
+    return this.#tokenizer.call(texts, signal);
   }
 
   embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {
