@@ -11,16 +11,17 @@
 // --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode
 // tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio
 // to llama-server. A chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both
-// servers, back to back; for embeddings, a round's two bursts), not the ratio of the two medians: the VM's
+// servers, back to back; for embeddings, two bursts back to back), not the ratio of the two medians: the VM's
 // speed drifts between rounds, which a pair mostly does not see. A one-stream burst is short and the most
-// sensitive to that drift, so it runs as --one-stream-pairs pairs a round (each pair's order alternating).
+// sensitive to that drift, so it runs as --one-stream-pairs pairs a round (each pair's order alternating); so
+// does an embeddings burst (~0.2 s), as --embed-pairs pairs a round.
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]
 //   [--streams 1,4,8,16] [--greedy-streams 1,8] [--json-streams 8] [--mixed-streams 8] [--parallel N]
 //   [--rounds 2] [--one-stream-pairs 3] [--new-tokens 64]
 //   [--prompt-tokens 250] [--threads N] [--gpu-layers N] [--llama-lib DIR] [--ctx 2048] [--json OUT.json]
-//   [--llama-bench BIN] [--embed-requests 32] [--embed-repeat 4]
+//   [--llama-bench BIN] [--embed-requests 32] [--embed-repeat 4] [--embed-pairs 4]
 // With --llama-bench, libllama's own loop on the same file is the baseline of one stream too: llama-bench's
 // tg (--new-tokens) against this server's one-stream decode, and its pp (--prefill-tokens) against the prefill.
 import { parseArgs } from "node:util";
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     "prefill-tokens": { type: "string", default: "512" },
     "embed-requests": { type: "string", default: "32" },
     "embed-repeat": { type: "string", default: "4" },
+    "embed-pairs": { type: "string", default: "4" },
     threads: { type: "string", default: String(navigator.hardwareConcurrency) },
     "gpu-layers": { type: "string", default: "-1" },
     "llama-lib": { type: "string" },
@@ -204,8 +206,8 @@ interface Row extends Omit<BurstResult, "health"> {
 let nextPair = 0;
 const rows: Row[] = [];
 const prefills: { file: string; server: string; tokens: number; perSecond: number }[] = [];
-/** Embedding bursts; `round` pairs the two servers' bursts of a round (run back to back) for the ratio. */
-const embeds: { file: string; server: string; perSecond: number; round: number }[] = [];
+/** Embedding bursts; `pair` pairs the two servers' bursts run back to back, for the ratio. */
+const embeds: { file: string; server: string; perSecond: number; pair: number }[] = [];
 /** /health latencies per server, over every load. */
 const health: Record<string, number[]> = { ours: [], "llama-server": [] };
 const benches = new Map<string, Bench>();
@@ -268,12 +270,22 @@ if (values["embed-gguf"]) {
   const servers = await startBoth(file, "embedding");
   try {
     for (const s of servers) await embeddingBurst(s.url, EMBED_N, 1, ids, EMBED_WORDS);
+    // Several pairs a round: one pair's two bursts last ~0.2 s each, and single pairs ranged 0.88-1.14 within
+    // one run (three rounds, whichever server went second in a round slower in two of them).
+    const pairs = Math.max(1, Number(values["embed-pairs"]));
     for (let round = 0; round < ROUNDS; round++) {
-      for (const s of round % 2 ? [...servers].reverse() : servers) {
-        const r = await embeddingBurst(s.url, EMBED_N, Number(values["embed-repeat"]), ids, EMBED_WORDS);
-        health[s.name].push(...r.health);
-        embeds.push({ file: basename(file), server: s.name, perSecond: r.perSecond, round });
-        console.error(`${basename(file)} round ${round + 1} ${s.name}: ${r.perSecond.toFixed(1)} inputs/s`);
+      for (let p = 0; p < pairs; p++) {
+        const pair = round * pairs + p;
+        for (const s of pair % 2 ? [...servers].reverse() : servers) {
+          const r = await embeddingBurst(s.url, EMBED_N, Number(values["embed-repeat"]), ids, EMBED_WORDS);
+          health[s.name].push(...r.health);
+          embeds.push({ file: basename(file), server: s.name, perSecond: r.perSecond, pair });
+          console.error(
+            `${basename(file)} round ${round + 1} pair ${p + 1} ${s.name}: ${
+              r.perSecond.toFixed(1)
+            } inputs/s`,
+          );
+        }
       }
     }
   } finally {
@@ -361,10 +373,10 @@ for (const file of [...new Set(rows.map((r) => r.file))]) {
 for (const file of [...new Set(embeds.map((e) => e.file))]) {
   const of = (server: string) =>
     median(embeds.filter((e) => e.file === file && e.server === server).map((e) => e.perSecond));
-  // As the chat loads': the median of each round's ratio (the VM drifts between rounds minutes apart).
-  const ratios = [...new Set(embeds.map((e) => e.round))].flatMap((round) => {
+  // As the chat loads': the median of the pairs' ratios (the VM drifts between rounds minutes apart).
+  const ratios = [...new Set(embeds.map((e) => e.pair))].flatMap((pair) => {
     const at = (server: string) =>
-      embeds.find((e) => e.file === file && e.server === server && e.round === round)?.perSecond;
+      embeds.find((e) => e.file === file && e.server === server && e.pair === pair)?.perSecond;
     const ours = at("ours"), peer = at("llama-server");
     return ours !== undefined && peer ? [ours / peer] : [];
   });
