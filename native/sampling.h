@@ -1,10 +1,12 @@
 /*
  * Owns the native twin of src/chat/sampler.ts's hot path: one token drawn from a row of logits at a
  * temperature, with top-k / top-p, driven by the same xoshiro128** state the JavaScript Rng holds (passed in
- * and advanced in place), the same walk and the same candidate rules. Its weights are floats from a float
- * exponential (smp_expf) where the JavaScript sampler rounds Math.exp's double to float: they differ in the
- * last bit now and then, so a draw lands on another token only when it falls within ~1e-7 of a boundary
- * between two (about once in millions of tokens); same seed, same tokens on either side otherwise.
+ * and advanced in place), the same walk and the same candidate rules (the candidates' mass, which only decides
+ * whether a lower floor is needed, is summed in lanes here: it can differ from a sum in order in the last
+ * bits). Its weights are floats from a float exponential (smp_expf) where the JavaScript sampler rounds
+ * Math.exp's double to float: they differ in the last bit now and then, so a draw lands on another token
+ * only when it falls within ~1e-7 of a boundary between two (about once in millions of tokens); same seed,
+ * same tokens on either side otherwise.
  * src/engines/llama/sample_kernel_test.ts holds a JavaScript reference of these exact float steps (each
  * rounded with Math.fround, sums in the same blocks and lanes) and checks every draw against it.
  * Why native: the JavaScript loop costs ~2 ms per token over a 152k vocabulary; here the exponentials run

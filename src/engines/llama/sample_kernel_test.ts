@@ -67,7 +67,7 @@ function reference(logits: Float32Array, temperature: number, topK: number, topP
   const target = topP * total;
   for (const floor of [1e-4, 1e-8, -1]) {
     const cand: number[] = [];
-    // The mass in lanes, folded in halves (smp_above).
+    // The mass in lanes, folded in halves, as smp_sample sums it.
     const lanes = new Float64Array(LANES);
     for (let i = 0; i < n; i++) if (w[i] > floor) cand.push(i), lanes[i % LANES] += w[i];
     for (let half = LANES / 2; half > 0; half >>= 1) {
