@@ -21,6 +21,7 @@ function app(flags: string[] = []) {
   }, { loadWaitMs: 10, queueSize: 1 });
   const records: RequestRecord[] = [];
   const signals: AbortSignal[] = [];
+  const made: Response[] = [];
   const routes: { method: string; path: string; handler: Handler; open?: boolean }[] = [
     {
       method: "GET",
@@ -42,6 +43,7 @@ function app(flags: string[] = []) {
       handler: async (r, ctx) => Response.json(await readJson(r, ctx.jsonLimits)),
     },
     { method: "GET", path: "/health", handler: () => Response.json({ status: "ok" }), open: true },
+    { method: "GET", path: "/made", handler: () => (made.push(Response.json({ a: 1 })), made.at(-1)!) },
     {
       method: "GET",
       path: "/signal",
@@ -59,7 +61,7 @@ function app(flags: string[] = []) {
     },
   ];
   const handler = createApp({ config, registry, log, routes, onRequestDone: (r) => records.push(r) });
-  return { handler, log, records, signals };
+  return { handler, log, records, signals, made };
 }
 
 const req = (path: string, init?: RequestInit) => new Request(`http://x${path}`, init);
@@ -96,6 +98,22 @@ Deno.test("app: one record per request with method, path, status, duration, mode
   assert.equal(r.status, 200);
   assert.equal(r.model, "m");
   assert.equal(typeof r.seconds, "number");
+});
+
+Deno.test("app: a whole body goes out as the handler made it; /health probes log at debug only", async () => {
+  const { handler, log, records, made } = app(["--cors-origin=https://app.example"]);
+  const res = await handler(req("/made", { headers: { origin: "https://app.example" } }));
+  // The same Response (not its body re-streamed through a wrapper), with the pipeline's headers added.
+  assert.equal(res, made[0]);
+  assert.match(res.headers.get("x-request-id") ?? "", /^req_/);
+  assert.equal(res.headers.get("access-control-allow-origin"), "https://app.example");
+  assert.deepEqual(await res.json(), { a: 1 });
+  // Its line is logged once the response is made.
+  const line = (path: string) => log.lines.map((l) => JSON.parse(l)).find((l) => l.path === path);
+  assert.equal(line("/made")?.level, "info");
+  await (await handler(req("/health"))).text();
+  assert.equal(line("/health")?.level, "debug");
+  assert.deepEqual(records.map((r) => r.path), ["/made", "/health"], "both still recorded (metrics)");
 });
 
 Deno.test("app: body limits and content types", async () => {

@@ -18,27 +18,35 @@ export interface Match<H> {
   params: Record<string, string>;
 }
 
-function matchPath(pattern: string, path: string): Record<string, string> | undefined {
-  const pp = pattern.split("/");
-  const sp = path.split("/");
-  const params: Record<string, string> = {};
-  for (let i = 0; i < pp.length; i++) {
-    const seg = pp[i];
+/** A route's path split once: literal segments, `{name}` segments and a trailing `{name...}`. */
+type Segment = { literal: string } | { one: string } | { rest: string };
+
+function compile(pattern: string): Segment[] {
+  return pattern.split("/").map((seg) => {
     const rest = /^\{(\w+)\.\.\.\}$/.exec(seg);
-    if (rest) {
+    if (rest) return { rest: rest[1] };
+    const one = /^\{(\w+)\}$/.exec(seg);
+    return one ? { one: one[1] } : { literal: seg };
+  });
+}
+
+function matchPath(pattern: readonly Segment[], sp: readonly string[]): Record<string, string> | undefined {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const seg = pattern[i];
+    if ("rest" in seg) {
       const value = sp.slice(i).join("/");
       if (!value) return undefined;
-      params[rest[1]] = value;
+      params[seg.rest] = value;
       return params;
     }
     if (i >= sp.length) return undefined;
-    const one = /^\{(\w+)\}$/.exec(seg);
-    if (one) {
+    if ("one" in seg) {
       if (!sp[i]) return undefined;
-      params[one[1]] = sp[i];
-    } else if (seg !== sp[i]) return undefined;
+      params[seg.one] = sp[i];
+    } else if (seg.literal !== sp[i]) return undefined;
   }
-  return pp.length === sp.length ? params : undefined;
+  return pattern.length === sp.length ? params : undefined;
 }
 
 function decode(params: Record<string, string>): Record<string, string> {
@@ -54,14 +62,21 @@ function decode(params: Record<string, string>): Record<string, string> {
 }
 
 export class Router<H> {
-  constructor(readonly routes: Route<H>[]) {}
+  /** Each route's path split once (matching ran the patterns' regular expressions on every request). */
+  readonly #compiled: Segment[][];
+
+  constructor(readonly routes: Route<H>[]) {
+    this.#compiled = routes.map((r) => compile(r.path));
+  }
 
   /** The route for a request, or throws 404 / 405. HEAD is answered by GET routes. */
   match(method: string, pathname: string): Match<H> {
     const path = pathname.length > 1 ? pathname.replace(/\/+$/, "") : pathname;
     const allowed = new Set<string>();
-    for (const route of this.routes) {
-      const params = matchPath(route.path, path);
+    const sp = path.split("/");
+    for (let r = 0; r < this.routes.length; r++) {
+      const route = this.routes[r];
+      const params = matchPath(this.#compiled[r], sp);
       if (!params) continue;
       if (route.method === method || (method === "HEAD" && route.method === "GET")) {
         return { route, params: decode(params) };
@@ -84,6 +99,7 @@ export class Router<H> {
   /** Methods a path accepts (for CORS preflight), empty when the path is unknown. */
   methodsFor(pathname: string): string[] {
     const path = pathname.length > 1 ? pathname.replace(/\/+$/, "") : pathname;
-    return this.routes.filter((r) => matchPath(r.path, path)).map((r) => r.method);
+    const sp = path.split("/");
+    return this.routes.filter((_, r) => matchPath(this.#compiled[r], sp)).map((r) => r.method);
   }
 }
