@@ -9,8 +9,8 @@
 // scattered order (--mixed-streams; the churn is --parallel requests); one long prompt alone for prefill
 // speed; and, with --embed-gguf, bursts of --embed-requests embedding requests on that file (llama-server
 // --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode
-// tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s and /health p99, each with its ratio
-// to llama-server. A chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both
+// tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s, /health p99 and the server's CPU
+// per /health (polled as the probe does, with nothing else running), each with its ratio to llama-server. A chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both
 // servers, back to back; for embeddings, two bursts back to back), not the ratio of the two medians: the VM's
 // speed drifts between rounds, which a pair mostly does not see. A one-stream burst is short and the most
 // sensitive to that drift, so it runs as --one-stream-pairs pairs a round (each pair's order alternating); so
@@ -26,7 +26,15 @@
 // tg (--new-tokens) against this server's one-stream decode, and its pp (--prefill-tokens) against the prefill.
 import { parseArgs } from "node:util";
 import { basename } from "node:path";
-import { burst, type BurstResult, chat, embeddingBurst, words, type Workload } from "./peer_load.ts";
+import {
+  burst,
+  type BurstResult,
+  chat,
+  embeddingBurst,
+  healthCpu,
+  words,
+  type Workload,
+} from "./peer_load.ts";
 import { type Server, type ServerOptions, startLlamaServer, startOurs } from "./peer_servers.ts";
 import { median, percentile } from "./stats.ts";
 
@@ -206,6 +214,8 @@ interface Row extends Omit<BurstResult, "health"> {
 let nextPair = 0;
 const rows: Row[] = [];
 const prefills: { file: string; server: string; tokens: number; perSecond: number }[] = [];
+/** Server CPU per /health polled every 20 ms, idle (peer_load.ts healthCpu), per server, per file. */
+const healthCosts: { file: string; server: string; ms: number }[] = [];
 /** Embedding bursts; `pair` pairs the two servers' bursts run back to back, for the ratio. */
 const embeds: { file: string; server: string; perSecond: number; pair: number }[] = [];
 /** /health latencies per server, over every load. */
@@ -256,6 +266,11 @@ for (const file of values.gguf?.split(",") ?? []) {
       const p = await prefill(s);
       prefills.push({ file: name, server: s.name, ...p });
       console.error(`${name} ${s.name} prefill ${p.tokens} tokens: ${p.perSecond.toFixed(0)} tok/s`);
+    }
+    for (const s of servers) {
+      const ms = await healthCpu(s.url, s.pid);
+      if (!Number.isNaN(ms)) healthCosts.push({ file: name, server: s.name, ms });
+      console.error(`${name} ${s.name} CPU per /health (20 ms apart, idle): ${ms.toFixed(3)} ms`);
     }
   } finally {
     for (const s of servers) await s.stop();
@@ -368,6 +383,11 @@ for (const file of [...new Set(rows.map((r) => r.file))]) {
   const ours = p("ours");
   if (peer && ours) {
     line(file, "-", 1, `prefill tok/s (${ours.tokens}-token prompt)`, peer.perSecond, ours.perSecond, 0);
+  }
+  const h = (server: string) => healthCosts.find((x) => x.file === file && x.server === server)?.ms;
+  const hPeer = h("llama-server"), hOurs = h("ours");
+  if (hPeer !== undefined && hOurs !== undefined) {
+    line(file, "-", "-", "server CPU ms per /health (every 20 ms, idle)", hPeer, hOurs, 3);
   }
 }
 for (const file of [...new Set(embeds.map((e) => e.file))]) {

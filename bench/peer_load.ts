@@ -111,6 +111,38 @@ export async function chat(
   return { ttft: (first || performance.now()) - t0, span: last - first, tokens, chunks, promptTokens };
 }
 
+/**
+ * CPU time (ms) process `pid` spends per /health request when polled every 20 ms with nothing else running, as
+ * the probe above polls (Linux: every thread's run time from /proc/<pid>/task/<tid>/schedstat; NaN elsewhere).
+ * A request that wakes an idle server costs more than one of many back to back (caches gone cold), and these
+ * are the ones a probe sends, on the cores a model decodes on.
+ */
+export async function healthCpu(url: string, pid: number, requests = 250): Promise<number> {
+  const cpu = () => {
+    let ns = 0;
+    for (const t of Deno.readDirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/schedstat`).split(" ")[0]);
+      } catch {
+        // a thread that ended meanwhile
+      }
+    }
+    return ns / 1e6;
+  };
+  try {
+    cpu();
+  } catch {
+    return NaN;
+  }
+  const before = cpu();
+  for (let i = 0; i < requests; i++) {
+    const r = await fetch(`${url}/health`);
+    await r.body?.cancel();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return (cpu() - before) / requests;
+}
+
 /** Polls /health every 20 ms until stopped; the latencies in ms. */
 export function healthProbe(url: string): { stop(): Promise<number[]> } {
   const times: number[] = [];

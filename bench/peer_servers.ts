@@ -8,6 +8,8 @@ import { basename, dirname, join } from "node:path";
 export interface Server {
   name: "ours" | "llama-server";
   url: string;
+  /** The process that serves HTTP (ours: the server, not its model runners). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -85,6 +87,7 @@ export async function startLlamaServer(bin: string, o: ServerOptions): Promise<S
   return {
     name: "llama-server",
     url,
+    pid: child.pid,
     stop: async () => {
       child.kill("SIGTERM");
       await child.status;
@@ -142,6 +145,8 @@ export async function startOurs(o: ServerOptions, warm: (url: string) => Promise
   return {
     name: "ours",
     url,
+    // `sh -c 'exec ...'`: the server took the shell's process.
+    pid: child.pid,
     stop: async () => {
       child.kill("SIGTERM");
       await child.status;

@@ -38,13 +38,19 @@ export const PROMPT_COHORT = 2048;
 
 /**
  * Rows of each prompt a micro-batch should hold at least, so a round reads at most uBatch / PROMPT_ROWS prompts
- * (8 of 512). llama.cpp splits a round with a KV stream per sequence into micro-batches holding an equal number
+ * (8 of 1024). llama.cpp splits a round with a KV stream per sequence into micro-batches holding an equal number
  * of rows of each of its sequences, and computes attention per sequence in tiles: on the SmolLM2-135M shape (2
- * threads) 2048 prompt tokens read at 925 tok/s as 8 prompts of 256 (64 rows each per micro-batch), 794 as 16 of
- * 128, 697 as 10 of 204 (51 rows). Eight prompts first also give those eight their first tokens in ~1.8 s
- * instead of all ten in ~3 s; the rest are read next, with the first eight's steps.
+ * threads, 512-token micro-batches) 2048 prompt tokens read at 925 tok/s as 8 prompts of 256 (64 rows each per
+ * micro-batch), 794 as 16 of 128, 697 as 10 of 204 (51 rows). Eight prompts first also give those eight their
+ * first tokens in ~1.8 s instead of all ten in ~3 s; the rest are read next, with the first eight's steps.
  */
-export const PROMPT_ROWS = 64;
+export const PROMPT_ROWS = 128;
+/**
+ * Prompt tokens a round reads at most when it reads one prompt and nothing else: llama.cpp computes one
+ * sequence's rows faster in micro-batches of 512 than of 1024 (llama-bench pp1024/pp2048 2-5% faster: less of
+ * each micro-batch's attention is masked), and a round of its own costs next to nothing more.
+ */
+export const LONE_PROMPT_ROWS = 512;
 /**
  * Prompt tokens a round must read to measure the model's speed by (a round's fixed costs dominate tiny ones).
  * Lone ~250-token prompts must count: with half a micro-batch (256) as the bar, a server whose requests were
@@ -170,6 +176,10 @@ export class DecodeBatcher {
       const n = Math.min(left(w), budget);
       take.set(w, n);
       budget -= n;
+    }
+    if (stepRows === 0 && take.size === 1) {
+      const [[lone, n]] = take;
+      if (n > LONE_PROMPT_ROWS) take.set(lone, LONE_PROMPT_ROWS);
     }
     const took = [...take.keys()].sort((a, b) => a.seq - b.seq);
     let n = 0;

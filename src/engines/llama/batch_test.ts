@@ -3,7 +3,7 @@
 // row each caller gets, and failures.
 import assert from "node:assert/strict";
 import { setImmediate } from "node:timers";
-import { DecodeBatcher, NO_KV_ROOM, PROMPT_COHORT } from "./batch.ts";
+import { DecodeBatcher, LONE_PROMPT_ROWS, NO_KV_ROOM, PROMPT_COHORT } from "./batch.ts";
 import type { LlamaContext } from "./ffi.ts";
 
 const VOCAB = 4;
@@ -264,16 +264,35 @@ Deno.test("prompts of a burst arriving a few ms apart are read in one round (a s
 });
 
 Deno.test("a round reads at most a micro-batch / PROMPT_ROWS prompts: each keeps PROMPT_ROWS rows per micro-batch", async () => {
-  // Twelve 100-token prompts arriving together fit one 2048-token round, but twelve sequences in a 512-token
-  // micro-batch get 42 rows each: llama.cpp computes attention per sequence in tiles, and (SmolLM2-135M shape,
-  // 2 threads) 10 prompts of 204 tokens read at 697 tok/s, 8 of 256 at 925. So eight now, then the other four.
+  // Twelve 100-token prompts arriving together fit one 2048-token round, but twelve sequences in a 1024-token
+  // micro-batch get 85 rows each: llama.cpp computes attention per sequence in tiles, and (SmolLM2-135M shape,
+  // 2 threads) more prompts with fewer rows each read slower. So eight now, then the other four.
   const ctx = new RecordingContext();
-  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 512);
+  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 1024);
   await Promise.all(Array.from({ length: 12 }, (_, s) => b.submit(s, range(100), 0)));
   assert.deepEqual(layout(ctx), [
     "0x100 1x100 2x100 3x100 4x100 5x100 6x100 7x100",
     "8x100 9x100 10x100 11x100",
   ]);
+});
+
+Deno.test("a prompt read alone goes in rounds of LONE_PROMPT_ROWS; with others or with running streams, in full rounds", async () => {
+  const ctx = new RecordingContext();
+  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 1024);
+  await b.submit(0, range(1200), 0);
+  assert.deepEqual(layout(ctx), [
+    `0x${LONE_PROMPT_ROWS}`,
+    `0x${LONE_PROMPT_ROWS}`,
+    `0x${1200 - 2 * LONE_PROMPT_ROWS}`,
+  ]);
+  ctx.rounds = [];
+  // Two prompts fill the round as before (the second past the cohort's 2048 tokens, after the first).
+  await Promise.all([b.submit(1, range(1200), 0), b.submit(2, range(1200), 0)]);
+  assert.deepEqual(layout(ctx), ["1x1200 2x848", "2x352"]);
+  ctx.rounds = [];
+  // With a running stream's step in the round, the prompt is read whole.
+  await Promise.all([b.submit(0, [1], 1200), b.submit(3, range(1200), 0)]);
+  assert.deepEqual(layout(ctx)[0], "0x1 3x1200");
 });
 
 Deno.test("the hook before long work runs before each round that reads prompt tokens, and only those", async () => {

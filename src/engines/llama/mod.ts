@@ -16,11 +16,20 @@ export { ggufFile };
 
 /** Default context per sequence when the manifest sets none (the model's own may be far larger). */
 const DEFAULT_CONTEXT = 4096;
-/** Tokens of one micro-batch (n_ubatch): what llama.cpp computes at once. */
+/** Tokens of one micro-batch (n_ubatch): what llama.cpp computes at once (llama-server's default). */
 const BATCH = 512;
 /**
+ * The micro-batch of a model with several slots, whose bursts' prompts share micro-batches (batch.ts
+ * PROMPT_ROWS): 1024 reads them faster than 512 (8 prompts of ~290 tokens: their first tokens 0.93-0.96x as
+ * late, the streams decoding 2-5% faster meanwhile; SmolLM2-135M shape, 2 CPU threads, ours against ours). It
+ * costs a larger compute buffer (llama.cpp sizes it for a micro-batch's logits: +107 MB on that 49k vocabulary,
+ * counted in the model's memory). A prompt read alone keeps to 512-token rounds (batch.ts LONE_PROMPT_ROWS):
+ * llama-bench reads one sequence 2-5% faster in micro-batches of 512 than of 1024.
+ */
+const BURST_BATCH = 1024;
+/**
  * Tokens one round's llama_decode takes at most (prompt chunks plus every stream's next token; the manifest's
- * `batch_size`), computed in micro-batches of BATCH: a burst's prompts are read in one call, as with
+ * `batch_size`), computed in micro-batches of BATCH or BURST_BATCH: a burst's prompts are read in one call, as with
  * llama-server's n_batch (2048). Rounds of 512 read a 32-prompt burst ~1.3x slower to its median first token.
  */
 const ROUND = 2048;
@@ -96,7 +105,7 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
     const llamaCtx = new LlamaContext(model, {
       nCtx: contextLength * parallel,
       nBatch: round,
-      uBatch: Math.min(BATCH, round),
+      uBatch: Math.min(parallel > 1 ? BURST_BATCH : BATCH, round),
       nSeqMax: parallel,
       unified: false,
       threads: ctx.threads,
