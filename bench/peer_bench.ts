@@ -10,11 +10,12 @@
 // speed; and, with --embed-gguf, bursts of --embed-requests embedding requests on that file (llama-server
 // --embeddings). /health is polled every 20 ms throughout. Reports medians over rounds of per-stream decode
 // tok/s, aggregate tok/s, TTFT p50/max, prefill tok/s, embedding inputs/s, /health p99 and the server's CPU
-// per /health (polled as the probe does, with nothing else running), each with its ratio to llama-server. A chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both
-// servers, back to back; for embeddings, two bursts back to back), not the ratio of the two medians: the VM's
-// speed drifts between rounds, which a pair mostly does not see. A one-stream burst is short and the most
-// sensitive to that drift, so it runs as --one-stream-pairs pairs a round (each pair's order alternating); so
-// does an embeddings burst (~0.2 s), as --embed-pairs pairs a round.
+// per /health (polled as the probe does, with nothing else running), each with its ratio to llama-server. A
+// chat load's ratio is the median of its pairs' ratios (a pair: the same burst on both servers, back to back;
+// for embeddings, two bursts back to back), not the ratio of the two medians: the VM's speed drifts between
+// rounds, which a pair mostly does not see. A one-stream burst is short and the most sensitive to that drift,
+// so it runs as --one-stream-pairs pairs a round (each pair's order alternating); so does an embeddings burst
+// (~0.2 s), as --embed-pairs pairs a round.
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]

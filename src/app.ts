@@ -1,6 +1,7 @@
 // Owns the request pipeline and its one error boundary: request id, CORS, routing, auth, the request's
 // cancellation signal (client disconnect, timeout, forced shutdown), and one log line per request when its
-// response has been made (a streamed body: when it has finished; /health probes: at debug level only). Anything thrown by a handler becomes OpenAI's envelope here.
+// response has been made (a streamed body: when it has finished; /health probes: at debug level only).
+// Anything thrown by a handler becomes OpenAI's envelope here.
 import type { Config } from "./config.ts";
 import type { Registry } from "./engines/registry.ts";
 import type { Logger } from "./log.ts";

@@ -20,8 +20,8 @@ const DEFAULT_CONTEXT = 4096;
 const BATCH = 512;
 /**
  * The micro-batch of a model with several slots, whose bursts' prompts share micro-batches (batch.ts
- * PROMPT_ROWS): 1024 reads them faster than 512 (8 prompts of ~290 tokens: their first tokens 0.93-0.96x as
- * late, the streams decoding 2-5% faster meanwhile; SmolLM2-135M shape, 2 CPU threads, ours against ours). It
+ * PROMPT_ROWS): 1024 reads them faster than 512 (8 prompts of ~290 tokens: their first tokens 0.93-0.99x as
+ * late, 2-4% more tokens a second in all; SmolLM2-135M shape, 2 CPU threads, ours against ours). It
  * costs a larger compute buffer (llama.cpp sizes it for a micro-batch's logits: +107 MB on that 49k vocabulary,
  * counted in the model's memory). A prompt read alone keeps to 512-token rounds (batch.ts LONE_PROMPT_ROWS):
  * llama-bench reads one sequence 2-5% faster in micro-batches of 512 than of 1024.
@@ -29,8 +29,8 @@ const BATCH = 512;
 const BURST_BATCH = 1024;
 /**
  * Tokens one round's llama_decode takes at most (prompt chunks plus every stream's next token; the manifest's
- * `batch_size`), computed in micro-batches of BATCH or BURST_BATCH: a burst's prompts are read in one call, as with
- * llama-server's n_batch (2048). Rounds of 512 read a 32-prompt burst ~1.3x slower to its median first token.
+ * `batch_size`), computed in micro-batches of BATCH or BURST_BATCH: a burst's prompts are read in one call, as
+ * with llama-server's n_batch (2048). Rounds of 512 read a 32-prompt burst ~1.3x slower to its median first token.
  */
 const ROUND = 2048;
 
