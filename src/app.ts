@@ -138,10 +138,6 @@ export function createApp(deps: AppDeps): App {
       res = errorFormat === "anthropic" ? anthropicErrorResponse(api, requestId) : errorResponse(api);
     }
 
-    const extra: [string, string][] = [["x-request-id", requestId]];
-    if (ignored.length > 0) extra.push(["x-ignored-params", ignored.join(", ")]);
-    for (const [k, v] of Object.entries(cors.headers(origin))) extra.push([k, v]);
-
     const finish = () => {
       signal.end();
       for (const fn of deferred.splice(0)) fn();
@@ -162,65 +158,32 @@ export function createApp(deps: AppDeps): App {
       deps.onRequestDone?.(rec);
     };
 
-    // Every body but an event stream is a string or bytes held whole (JSON, text, metrics): the response goes
-    // out as the handler made it, with the headers added in place, and its line is logged now. Reading
-    // `res.body` would turn that body into a stream, which the old wrapper below then pumped through
-    // JavaScript a chunk at a time (a /health cost ~0.1 ms of the serving thread more, on the cores the model
-    // decodes on).
-    if (req.method !== "HEAD" && !res.headers.get("content-type")?.startsWith("text/event-stream")) {
-      let settable = true;
-      try {
-        for (const [k, v] of extra) res.headers.set(k, v);
-      } catch {
-        // Headers that cannot change (a Response from fetch): copied below.
-        settable = false;
-      }
-      if (settable) {
-        finish();
+    // The response goes out as the handler made it, with the pipeline's headers set on it: reading `res.body`
+    // turns a whole body (JSON, text) into a stream, which a wrapper here then pumped through JavaScript a
+    // chunk at a time (a /health cost the serving thread ~0.1 ms more, on the cores the model decodes on).
+    res.headers.set("x-request-id", requestId);
+    if (ignored.length > 0) res.headers.set("x-ignored-params", ignored.join(", "));
+    for (const [k, v] of Object.entries(cors.headers(origin))) res.headers.set(k, v);
+    if (req.method === "HEAD") {
+      finish();
+      return new Response(null, { status: res.status, statusText: res.statusText, headers: res.headers });
+    }
+    // An event stream (sse.ts, the only bodies that are not whole) is logged when it has been sent or its client
+    // went away, so that streamed token counts are known; any other response is logged now.
+    if (res.headers.get("content-type")?.startsWith("text/event-stream") && res.body) {
+      let logged = false;
+      const once = () => {
+        if (!logged) {
+          logged = true;
+          finish();
+        }
+      };
+      if (onStreamEnd(res.body, once)) {
+        req.signal.addEventListener("abort", once, { once: true });
         return res;
       }
     }
-    const headers = new Headers(res.headers);
-    for (const [k, v] of extra) headers.set(k, v);
-
-    if (!res.body || req.method === "HEAD") {
-      finish();
-      return new Response(req.method === "HEAD" ? null : res.body, { status: res.status, headers });
-    }
-    // Log when the body has been fully sent or the client went away, so streamed token counts are known.
-    let logged = false;
-    const once = () => {
-      if (!logged) {
-        logged = true;
-        finish();
-      }
-    };
-    // An SSE body tells when it ends; any other is wrapped to learn it.
-    if (onStreamEnd(res.body, once)) {
-      req.signal.addEventListener("abort", once, { once: true });
-      return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
-    }
-    const reader = res.body.getReader();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(c) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) {
-            c.close();
-            once();
-          } else c.enqueue(value);
-        } catch (e) {
-          c.error(e);
-          once();
-        }
-      },
-      async cancel(reason) {
-        // Cancelling the source is how a streaming engine learns the client is gone.
-        await reader.cancel(reason).catch(() => {});
-        once();
-      },
-    });
-    req.signal.addEventListener("abort", once, { once: true });
-    return new Response(body, { status: res.status, statusText: res.statusText, headers });
+    finish();
+    return res;
   };
 }

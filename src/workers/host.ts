@@ -32,7 +32,9 @@ import type {
 } from "./protocol.ts";
 import { type Isolation, processTransport, threadTransport, type Transport } from "./transport.ts";
 import { runnerCommand } from "./runner_command.ts";
-import { ListCoalescer } from "./coalesce.ts";
+import { DynamicBatcher } from "../engines/batcher.ts";
+/** Texts one tokenize message carries at most (a request's own list may span several). */
+const TOKENIZE_TEXTS = 4096;
 /** How long dispose() waits for the worker to free its model before terminating it. */
 const DISPOSE_WAIT_MS = 5_000;
 
@@ -373,13 +375,22 @@ export class WorkerEmbeddingEngine extends WorkerEngine implements EmbeddingEngi
     this.normalized = info.normalized;
   }
 
-  /** Requests tokenized while another call is in flight go together in the next (coalesce.ts). */
-  readonly #tokenizer = new ListCoalescer<string, number[]>((texts) =>
-    this.link.call((id) => ({ t: "tokenize", id, texts }))
-  );
+  /**
+   * Tokenize calls made while one is in flight go to the runner together in the next (an embeddings burst
+   * sent a message per request, each waking both processes on the cores the model computes on): the
+   * embeddings batcher with no window (the first call goes at once), every text costing one, nothing refused.
+   */
+  readonly #tokenizer = new DynamicBatcher<string, number[]>({
+    name: this.entry.id,
+    windowMs: 0,
+    budget: TOKENIZE_TEXTS,
+    maxWaiting: Infinity,
+    cost: () => 1,
+    run: (texts) => this.link.call((id) => ({ t: "tokenize", id, texts })),
+  });
 
   tokenize(texts: string[], signal?: AbortSignal): Promise<number[][]> {
-    return this.#tokenizer.call(texts, signal);
+    return this.#tokenizer.submit(texts, signal);
   }
 
   embedBatch(inputs: readonly (readonly number[])[]): Promise<Float32Array[]> {

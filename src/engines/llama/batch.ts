@@ -2,7 +2,7 @@
 // or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode holding every waiting
 // step and up to a batch of prompt tokens (llama.cpp computes it in micro-batches). Prompts are read as
 // cohorts: the prompts of a burst (in arrival order, up to PROMPT_COHORT tokens and uBatch / PROMPT_ROWS
-// prompts) share every round's prompt budget equally, so they finish together as they would in one big batch
+// prompts, PROMPT_READERS at most) share every round's prompt budget equally, so they finish together as they would in one big batch
 // (llama-server's n_batch), while running streams still get a token every round (a smaller batch_size keeps
 // them flowing more evenly: on 2 CPU cores a 2048-token round holds them ~2.5 s). Rows go in by sequence id:
 // with one KV stream per sequence, llama.cpp splits a batch into micro-batches of consecutive sequence ids, so
@@ -38,13 +38,18 @@ export const PROMPT_COHORT = 2048;
 
 /**
  * Rows of each prompt a micro-batch should hold at least, so a round reads at most uBatch / PROMPT_ROWS prompts
- * (8 of 1024). llama.cpp splits a round with a KV stream per sequence into micro-batches holding an equal number
+ * (8 of 512). llama.cpp splits a round with a KV stream per sequence into micro-batches holding an equal number
  * of rows of each of its sequences, and computes attention per sequence in tiles: on the SmolLM2-135M shape (2
- * threads, 512-token micro-batches) 2048 prompt tokens read at 925 tok/s as 8 prompts of 256 (64 rows each per
- * micro-batch), 794 as 16 of 128, 697 as 10 of 204 (51 rows). Eight prompts first also give those eight their
- * first tokens in ~1.8 s instead of all ten in ~3 s; the rest are read next, with the first eight's steps.
+ * threads) 2048 prompt tokens read at 925 tok/s as 8 prompts of 256 (64 rows each per micro-batch), 794 as 16 of
+ * 128, 697 as 10 of 204 (51 rows). Eight prompts first also give those eight their first tokens in ~1.8 s
+ * instead of all ten in ~3 s; the rest are read next, with the first eight's steps.
  */
-export const PROMPT_ROWS = 128;
+export const PROMPT_ROWS = 64;
+/**
+ * Prompts a round reads at most, whatever the micro-batch: with micro-batches of 1024 (mod.ts BURST_BATCH) the
+ * same eight get 128 rows each, which is what was measured to read a burst faster.
+ */
+export const PROMPT_READERS = 8;
 /**
  * Prompt tokens a round reads at most when it reads one prompt and nothing else: llama.cpp computes one
  * sequence's rows faster in micro-batches of 512 than of 1024 (llama-bench pp1024/pp2048 2-5% faster: less of
@@ -138,7 +143,7 @@ export class DecodeBatcher {
     // a cohort already being read.
     this.#cohort = this.#cohort.filter((w) => this.#queue.includes(w));
     let held = this.#cohort.reduce((n, w) => n + w.tokens.length, 0);
-    const most = Math.max(1, Math.floor(this.uBatch / PROMPT_ROWS));
+    const most = Math.max(1, Math.min(PROMPT_READERS, Math.floor(this.uBatch / PROMPT_ROWS)));
     for (const w of prompts) {
       if (this.#cohort.includes(w)) continue;
       if (this.#cohort.length >= most) break;

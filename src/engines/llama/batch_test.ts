@@ -263,17 +263,17 @@ Deno.test("prompts of a burst arriving a few ms apart are read in one round (a s
   }
 });
 
-Deno.test("a round reads at most a micro-batch / PROMPT_ROWS prompts: each keeps PROMPT_ROWS rows per micro-batch", async () => {
-  // Twelve 100-token prompts arriving together fit one 2048-token round, but twelve sequences in a 1024-token
-  // micro-batch get 85 rows each: llama.cpp computes attention per sequence in tiles, and (SmolLM2-135M shape,
-  // 2 threads) more prompts with fewer rows each read slower. So eight now, then the other four.
-  const ctx = new RecordingContext();
-  const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, 1024);
-  await Promise.all(Array.from({ length: 12 }, (_, s) => b.submit(s, range(100), 0)));
-  assert.deepEqual(layout(ctx), [
-    "0x100 1x100 2x100 3x100 4x100 5x100 6x100 7x100",
-    "8x100 9x100 10x100 11x100",
-  ]);
+Deno.test("a round reads at most a micro-batch / PROMPT_ROWS prompts, PROMPT_READERS at most", async () => {
+  // Twelve 100-token prompts arriving together fit one 2048-token round, but twelve sequences in a 512-token
+  // micro-batch get 42 rows each: llama.cpp computes attention per sequence in tiles, and (SmolLM2-135M shape,
+  // 2 threads) 10 prompts of 204 tokens read at 697 tok/s, 8 of 256 at 925. So eight now, then the other four;
+  // the same eight with micro-batches of 1024 (128 rows each), four with micro-batches of 256.
+  for (const [uBatch, rounds] of [[512, [8, 4]], [1024, [8, 4]], [256, [4, 4, 4]]] as const) {
+    const ctx = new RecordingContext();
+    const b = new DecodeBatcher(ctx as unknown as LlamaContext, 2048, VOCAB, uBatch);
+    await Promise.all(Array.from({ length: 12 }, (_, s) => b.submit(s, range(100), 0)));
+    assert.deepEqual(layout(ctx).map((r) => r.split(" ").length), rounds, `micro-batches of ${uBatch}`);
+  }
 });
 
 Deno.test("a prompt read alone goes in rounds of LONE_PROMPT_ROWS; with others or with running streams, in full rounds", async () => {

@@ -19,8 +19,8 @@ const DEFAULT_CONTEXT = 4096;
 /** Tokens of one micro-batch (n_ubatch): what llama.cpp computes at once (llama-server's default). */
 const BATCH = 512;
 /**
- * The micro-batch of a model with several slots, whose bursts' prompts share micro-batches (batch.ts
- * PROMPT_ROWS): 1024 reads them faster than 512 (8 prompts of ~290 tokens: their first tokens 0.93-0.99x as
+ * The micro-batch of a model on the CPU with several slots, whose bursts' prompts share micro-batches (batch.ts
+ * PROMPT_ROWS, PROMPT_READERS): 1024 reads them faster than 512 (8 prompts of ~290 tokens: their first tokens 0.93-0.99x as
  * late, 2-4% more tokens a second in all; SmolLM2-135M shape, 2 CPU threads, ours against ours). It
  * costs a larger compute buffer (llama.cpp sizes it for a micro-batch's logits: +107 MB on that 49k vocabulary,
  * counted in the model's memory). A prompt read alone keeps to 512-token rounds (batch.ts LONE_PROMPT_ROWS):
@@ -102,16 +102,18 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
     // A KV stream per slot, each of the full context (llama-server's layout: sequences decoded together don't
     // attend over each other's cells). A request's n choices share its slot (see LlamaChat.fork).
     const round = Number(entry.options.batch_size ?? ROUND);
+    const cpuOnly = model.offload === undefined || model.offload.layers === 0;
     const llamaCtx = new LlamaContext(model, {
       nCtx: contextLength * parallel,
       nBatch: round,
-      uBatch: Math.min(parallel > 1 ? BURST_BATCH : BATCH, round),
+      // On a GPU the larger buffer would come out of the margin placement.ts leaves, and the gain is unmeasured.
+      uBatch: Math.min(parallel > 1 && cpuOnly ? BURST_BATCH : BATCH, round),
       nSeqMax: parallel,
       unified: false,
       threads: ctx.threads,
       embeddings: false,
       pooling: -1,
-      cpuOnly: model.offload === undefined || model.offload.layers === 0,
+      cpuOnly,
     });
     const placement = placementOf(model, llamaCtx);
     const chat = new LlamaChat(entry, model, llamaCtx, {
