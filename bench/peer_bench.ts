@@ -20,11 +20,12 @@
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]
 //   [--streams 1,4,8,16] [--greedy-streams 1,8] [--json-streams 8] [--mixed-streams 8] [--parallel N]
-//   [--rounds 2] [--one-stream-pairs 3] [--new-tokens 64]
+//   [--rounds 2] [--one-stream-pairs 5] [--new-tokens 64]
 //   [--prompt-tokens 250] [--threads N] [--gpu-layers N] [--llama-lib DIR] [--ctx 2048] [--json OUT.json]
 //   [--llama-bench BIN] [--embed-requests 32] [--embed-repeat 4] [--embed-pairs 4]
 // With --llama-bench, libllama's own loop on the same file is the baseline of one stream too: llama-bench's
-// tg (--new-tokens) against this server's one-stream decode, and its pp (--prefill-tokens) against the prefill.
+// tg (--new-tokens) against this server's one-stream decode, and its pp (--prefill-tokens) against the prefill;
+// its tg at depth runs again right after each one-stream sampled pair, for a ratio taken within the pair.
 import { parseArgs } from "node:util";
 import { basename } from "node:path";
 import {
@@ -53,7 +54,7 @@ const { values } = parseArgs({
     /** Slots of both servers (default: the most streams of any load). */
     parallel: { type: "string" },
     rounds: { type: "string", default: "2" },
-    "one-stream-pairs": { type: "string", default: "3" },
+    "one-stream-pairs": { type: "string", default: "5" },
     "new-tokens": { type: "string", default: "64" },
     "prompt-tokens": { type: "string", default: "250" },
     "prefill-tokens": { type: "string", default: "512" },
@@ -163,33 +164,7 @@ async function prefill(s: Server): Promise<{ tokens: number; perSecond: number }
  */
 async function llamaBench(file: string): Promise<Bench | undefined> {
   if (!values["llama-bench"]) return undefined;
-  const args = [
-    "-m",
-    file,
-    "-p",
-    values["prefill-tokens"]!,
-    "-n",
-    values["new-tokens"]!,
-    "-d",
-    `0,${values["prompt-tokens"]}`,
-    "-t",
-    THREADS,
-    "-ngl",
-    GPU ? "999" : "0",
-    "-r",
-    "3",
-    "-o",
-    "json",
-  ];
-  const out = await new Deno.Command(values["llama-bench"]!, { args, stdout: "piped", stderr: "null" })
-    .output();
-  if (!out.success) throw new Error(`llama-bench failed on ${file}`);
-  const runs = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    n_prompt: number;
-    n_gen: number;
-    n_depth?: number;
-    avg_ts: number;
-  }[];
+  const runs = await llamaBenchRuns(file, values["prefill-tokens"]!, `0,${values["prompt-tokens"]}`, 3);
   const tg = (deep: boolean) =>
     runs.find((r) => r.n_gen > 0 && r.n_prompt === 0 && ((r.n_depth ?? 0) > 0) === deep)?.avg_ts ?? NaN;
   return {
@@ -198,10 +173,53 @@ async function llamaBench(file: string): Promise<Bench | undefined> {
     tgDeep: tg(true),
   };
 }
+
+/** llama-bench's JSON runs on the file: pp `prompt`, tg --new-tokens at each of `depths`, `reps` each. */
+async function llamaBenchRuns(file: string, prompt: string, depths: string, reps: number) {
+  const args = [
+    "-m",
+    file,
+    "-p",
+    prompt,
+    "-n",
+    values["new-tokens"]!,
+    "-d",
+    depths,
+    "-t",
+    THREADS,
+    "-ngl",
+    GPU ? "999" : "0",
+    "-r",
+    String(reps),
+    "-o",
+    "json",
+  ];
+  const out = await new Deno.Command(values["llama-bench"]!, { args, stdout: "piped", stderr: "null" })
+    .output();
+  if (!out.success) throw new Error(`llama-bench failed on ${file}`);
+  return JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    n_prompt: number;
+    n_gen: number;
+    n_depth?: number;
+    avg_ts: number;
+  }[];
+}
+
 interface Bench {
   pp: number;
   tg: number;
   tgDeep: number;
+}
+
+/**
+ * llama-bench's tg (--new-tokens) after --prompt-tokens cells, once (-r 1), run right after a one-stream pair
+ * while both servers are idle: the engine-limit ratio is taken within the pair, as the servers' are. Measured
+ * once at the start of a file, llama-bench's figure lay minutes from most streams it was divided into, and this
+ * VM's speed drifts 10-30% over minutes (the ratio moved 0.89-0.97 between runs).
+ */
+async function llamaBenchTg(file: string): Promise<number> {
+  const runs = await llamaBenchRuns(file, "0", values["prompt-tokens"]!, 1);
+  return runs.find((r) => r.n_gen > 0)?.avg_ts ?? NaN;
 }
 
 interface Row extends Omit<BurstResult, "health"> {
@@ -219,6 +237,8 @@ const prefills: { file: string; server: string; tokens: number; perSecond: numbe
 const healthCosts: { file: string; server: string; ms: number }[] = [];
 /** Embedding bursts; `pair` pairs the two servers' bursts run back to back, for the ratio. */
 const embeds: { file: string; server: string; perSecond: number; pair: number }[] = [];
+/** llama-bench's tg at depth run right after each one-stream sampled pair (llamaBenchTg), by pair. */
+const tgPairs: { file: string; pair: number; tg: number }[] = [];
 /** /health latencies per server, over every load. */
 const health: Record<string, number[]> = { ours: [], "llama-server": [] };
 const benches = new Map<string, Bench>();
@@ -257,6 +277,13 @@ for (const file of values.gguf?.split(",") ?? []) {
                     r.ttftP50.toFixed(0)
                   } ms max ` +
                   `${r.ttftMax.toFixed(0)} ms`,
+              );
+            }
+            if (values["llama-bench"] && workload === "sampled" && n === 1) {
+              const tg = await llamaBenchTg(file);
+              tgPairs.push({ file: name, pair, tg });
+              console.error(
+                `${name} round ${round + 1} llama-bench tg${NEW} @ depth: ${tg.toFixed(1)} tok/s`,
               );
             }
           }
@@ -374,6 +401,32 @@ for (const file of [...new Set(rows.map((r) => r.file))]) {
       lb.tgDeep,
       one,
     );
+    // The same, llama-bench run right after each pair: medians, and the median of the pairs' ratios.
+    const paired = tgPairs.filter((t) => t.file === file);
+    const pairs = paired.flatMap((t) => {
+      const at = (server: string) =>
+        rows.find((r) => r.file === file && r.pair === t.pair && r.server === server)?.decode;
+      const ours = at("ours"), peer = at("llama-server");
+      return ours !== undefined && peer !== undefined ? [{ tg: t.tg, ours, peer }] : [];
+    });
+    if (pairs.length) {
+      const tg = median(pairs.map((x) => x.tg));
+      line(
+        file,
+        "sampled",
+        1,
+        `decode vs llama-bench tg${NEW} @ depth ${values["prompt-tokens"]}, run after each pair`,
+        tg,
+        median(pairs.map((x) => x.ours)),
+        1,
+        median(pairs.map((x) => x.ours / x.tg)),
+      );
+      console.error(
+        `${file} llama-server's one stream / llama-bench after each pair: ${
+          median(pairs.map((x) => x.peer / x.tg)).toFixed(2)
+        } (ours ${median(pairs.map((x) => x.ours / x.tg)).toFixed(2)})`,
+      );
+    }
     const ours = prefills.find((x) => x.file === file && x.server === "ours");
     if (ours) {
       line(file, "-", 1, `prefill vs llama-bench pp${values["prefill-tokens"]}`, lb.pp, ours.perSecond, 0);
