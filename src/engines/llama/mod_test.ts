@@ -168,6 +168,37 @@ Deno.test("llama chat: a prompt sharing only a template's opening with held cell
   }
 });
 
+Deno.test("llama chat: a prompt reads on from a template's opening its slot holds, however short, as a fresh model would", async () => {
+  const path = "chat-tiny/gguf/chat-tiny-F32.gguf";
+  const chat = await loadLlamaChat(entry("chat", path), ctx(1));
+  const fresh = await loadLlamaChat(entry("chat", path), ctx(1));
+  try {
+    const first = chat.render([{ role: "user", content: "Hi there! How are you doing today? ".repeat(6) }]);
+    const a = chat.open();
+    await chat.prefill(a, first);
+    chat.close(a);
+    // The one slot holds the first conversation; the next shares only the template's opening with it, far
+    // less than a copy is worth, and those cells are kept all the same (no copy: they are the slot's own).
+    const other = chat.render([{ role: "user", content: "Bye now." }]);
+    const shared = first.findIndex((t, i) => t !== other[i]);
+    assert.ok(
+      shared > 0 && !worthCopying(shared, first.length, false),
+      `shared ${shared} of ${first.length}`,
+    );
+    const b = chat.open();
+    assert.equal(await prefillAsFresh(chat, fresh, b, other), shared);
+    // And the next turn of that conversation reads only what it adds.
+    const next = [...other, 7, 8];
+    chat.close(b);
+    const c = chat.open();
+    assert.equal(await prefillAsFresh(chat, fresh, c, next), other.length);
+    chat.close(c);
+  } finally {
+    await chat.dispose();
+    await fresh.dispose();
+  }
+});
+
 Deno.test("llama chat: a copy is worth it for at least half of what it copies, or a long prefix", () => {
   for (const gpu of [true, false]) {
     assert.equal(worthCopying(3, 314, gpu), false);
