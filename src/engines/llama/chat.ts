@@ -437,10 +437,9 @@ export class LlamaChat implements ChatBackend {
     let running: Slot | undefined;
     let saved: Saved | undefined;
     const onGpu = this.#placement.gpuLayers > 0;
-    // The slot's own cells cost nothing to keep, however few: a chat template's opening (SmolLM2's default
-    // system message, ~24 tokens) is in every slot a conversation used, and llama-server reads a new prompt
-    // after whatever prefix its slot holds too (dropping a prefix under a copy's worth read those ~24 tokens
-    // anew, ~10% of a 250-token prompt).
+    // The slot's own cells cost nothing to keep, however few: a chat template's opening is in every slot a
+    // conversation used, and llama-server reads a new prompt on from whatever prefix its slot holds too (a
+    // prefix under a copy's worth, such as an opening without a long default system message, was read anew).
     const kept = commonPrefix(slot.tokens, target);
     let best = kept;
     // Another slot's cells copy as a whole stream: worth what they add to the slot's own prefix, not their
