@@ -2,11 +2,11 @@
 // or a prompt read (a prefill) queues its work here, and each round runs ONE llama_decode holding every waiting
 // step and up to a batch of prompt tokens (llama.cpp computes it in micro-batches). Prompts are read as
 // cohorts: the prompts of a burst (in arrival order, up to PROMPT_COHORT tokens and uBatch / PROMPT_ROWS
-// prompts, PROMPT_READERS at most) share every round's prompt budget equally, so they finish together as they would in one big batch
-// (llama-server's n_batch), while running streams still get a token every round (a smaller batch_size keeps
-// them flowing more evenly: on 2 CPU cores a 2048-token round holds them ~2.5 s). Rows go in by sequence id:
-// with one KV stream per sequence, llama.cpp splits a batch into micro-batches of consecutive sequence ids, so
-// sorted rows make as few of them as possible.
+// prompts, PROMPT_READERS at most) share every round's prompt budget equally, so they finish together as they
+// would in one big batch (llama-server's n_batch), while running streams still get a token every round (a
+// smaller batch_size keeps them flowing more evenly: on 2 CPU cores a 2048-token round holds them ~2.5 s).
+// Rows go in by sequence id: with one KV stream per sequence, llama.cpp splits a batch into micro-batches of
+// consecutive sequence ids, so sorted rows make as few of them as possible.
 // A round starts as a macrotask, after the sequences resolved by the previous round have sampled and queued
 // their next token (microtasks), and never inside submit: a round started there (when every open sequence had
 // queued its step) chained rounds through microtasks, so a new request's message waited until the running

@@ -19,12 +19,13 @@ const DEFAULT_CONTEXT = 4096;
 /** Tokens of one micro-batch (n_ubatch): what llama.cpp computes at once (llama-server's default). */
 const BATCH = 512;
 /**
- * The micro-batch of a model on the CPU with several slots, whose bursts' prompts share micro-batches (batch.ts
- * PROMPT_ROWS, PROMPT_READERS): 1024 reads them faster than 512 (8 prompts of ~290 tokens: their first tokens 0.93-0.99x as
- * late, 2-4% more tokens a second in all; SmolLM2-135M shape, 2 CPU threads, ours against ours). It
- * costs a larger compute buffer (llama.cpp sizes it for a micro-batch's logits: +107 MB on that 49k vocabulary,
- * counted in the model's memory). A prompt read alone keeps to 512-token rounds (batch.ts LONE_PROMPT_ROWS):
- * llama-bench reads one sequence 2-5% faster in micro-batches of 512 than of 1024.
+ * The micro-batch of a model on the CPU with several slots, whose bursts' prompts share micro-batches
+ * (batch.ts PROMPT_ROWS, PROMPT_READERS): 1024 reads them faster than 512 (8 prompts of ~290 tokens: their
+ * first tokens 0.93-0.99x as late, 2-4% more tokens a second in all; SmolLM2-135M shape, 2 CPU threads, ours
+ * against ours; the peer benchmark's burst rows with it: README). It costs a larger compute buffer (llama.cpp
+ * sizes it for a micro-batch's logits, n_vocab x 4 bytes a row: +107 MB on that 49k vocabulary, +311 MB on
+ * Qwen's 152k; counted in the model's memory). A prompt read alone keeps to 512-token rounds (batch.ts
+ * LONE_PROMPT_ROWS): llama-bench reads one sequence 2-5% faster in micro-batches of 512 than of 1024.
  */
 const BURST_BATCH = 1024;
 /**
