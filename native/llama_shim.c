@@ -345,6 +345,71 @@ LSHIM_API int32_t lshim_sample(const float * logits, int32_t n, double temperatu
     return smp_sample(logits, n, temperature, top_k, top_p, rng);
 }
 
+/**
+ * One sequence's generation run ahead in C, for a lone stream whose tokens need nothing but the sampler:
+ * decodes `token` at `pos`, draws the next token from its logits (smp_sample, from a copy of the request's
+ * Rng state `rng`), publishes it, decodes it, and so on, with no JavaScript between two decodes (it cost
+ * ~0.3 ms a token there, 4-7% of a CPU token). Called without blocking the JavaScript thread, which reads
+ * what is published as it comes and stops the run by setting ctl[0] (a stop sequence, another request).
+ * Published: draw i's token in tokens[i] and the Rng state after it in states[4i..4i+3], then ctl[1] = i + 1
+ * (release order: a reader that sees the count sees the token). The first `masked` draws have the `eos` ids
+ * masked (min_tokens, ignore_eos); a drawn eos ends the run when `stop_on_eos`; so does the `cap`-th draw
+ * (the budget) before it is decoded. ctl[0] is read before each decode, so a stop costs at most the decode
+ * already under way. Returns the llama_decode calls that succeeded (the cells written: `token` and every
+ * draw but the last published); ctl[2] gets the failing llama_decode status (0 if none).
+ */
+LSHIM_API int32_t lshim_run_ahead(struct llama_context * ctx, int32_t seq, int32_t token, int32_t pos, int32_t cap,
+                                  double temperature, int32_t top_k, double top_p, const uint32_t * rng,
+                                  const int32_t * eos, int32_t n_eos, int32_t masked, int32_t stop_on_eos,
+                                  int32_t * ctl, int32_t * tokens, uint32_t * states, int gpu) {
+    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx)));
+    struct llama_batch b = llama_batch_init(1, 0, 1);
+    ctl[2] = 0;
+    if (!b.token) {
+        ctl[2] = -100;
+        return 0;
+    }
+    uint32_t state[4];
+    memcpy(state, rng, sizeof state);
+    int32_t decoded = 0;
+    int32_t cur = token;
+    for (int32_t n = 0; n < cap; n++) {
+        if (__atomic_load_n(&ctl[0], __ATOMIC_ACQUIRE)) break;
+        b.token[0] = cur;
+        b.pos[0] = pos + n;
+        b.n_seq_id[0] = 1;
+        b.seq_id[0][0] = seq;
+        b.logits[0] = 1;
+        b.n_tokens = 1;
+        GPU_LOCK(gpu);
+        int32_t rc = llama_decode(ctx, b);
+        float * l = rc == 0 ? llama_get_logits_ith(ctx, 0) : NULL;
+        GPU_SYNC_UNLOCK(gpu, ctx);
+        if (rc != 0 || !l) {
+            ctl[2] = rc != 0 ? rc : -101;
+            break;
+        }
+        decoded++;
+        if (n < masked) {
+            for (int32_t e = 0; e < n_eos; e++) l[eos[e]] = -INFINITY;
+        }
+        const int32_t t = smp_sample(l, n_vocab, temperature, top_k, top_p, state);
+        if (t < 0) {
+            ctl[2] = -102;
+            break;
+        }
+        tokens[n] = t;
+        memcpy(states + 4 * (size_t) n, state, sizeof state);
+        __atomic_store_n(&ctl[1], n + 1, __ATOMIC_RELEASE);
+        int32_t end = 0;
+        for (int32_t e = 0; stop_on_eos && e < n_eos; e++) end |= eos[e] == t;
+        if (end) break;
+        cur = t;
+    }
+    llama_batch_free(b);
+    return decoded;
+}
+
 /** Removes a sequence's cells in [p0, p1); 0 when the memory cannot cut a partial range (recurrent state). */
 LSHIM_API int32_t lshim_seq_rm(struct llama_context * ctx, int32_t seq, int32_t p0, int32_t p1, int gpu) {
     GPU_LOCK(gpu);

@@ -16,6 +16,7 @@ import type {
   ChatOutputParser,
   ChatSampling,
   ChatTokenLogprob,
+  RunAhead,
   SequenceId,
 } from "../engines/types.ts";
 import { BudgetedConstraint, vocabIndexOf } from "./constraint.ts";
@@ -403,24 +404,42 @@ async function* decodeChoice(
   let finish: ChatFinishReason | null = maxTokens === 0 ? "length" : null;
   /** The next model step, started as soon as this token was chosen (see below). */
   let next: Promise<Float32Array> | null = null;
+  // Rows that need nothing but the sampler (no logprobs, constraint, bias, penalty, ban or thinking budget)
+  // may be drawn by the backend on its own (ChatBackend.runAhead): the same draws, without this loop between
+  // two decodes. Each token it drew is taken below as if sampled here; the EOS mask goes with it.
+  const plain = backend.runAhead !== undefined && !raw && !processor && !plug.banned?.length &&
+    sampling.logitBias.size === 0 && sampling.presencePenalty === 0 && sampling.frequencyPenalty === 0 &&
+    !(splitter && job.thinkingBudget != null);
+  let ahead: RunAhead | null = null;
+  let aheadTaken = 0;
+  /** A token the run ahead drew, to take at the loop's top. */
+  let drawn: number | null = null;
   try {
     while (finish === null) {
       checkAbort(signal);
-      if (raw) raw.set(row);
-      applyBiasAndPenalties(row, sampling, counts);
-      // "end": the constraint allows only end-of-sequence; it wins over min_tokens and ignore_eos.
-      const mustEnd = processor?.process(row) === "end";
-      if (!mustEnd && (job.ignoreEos || generated < job.minTokens)) {
-        for (const id of backend.eosIds) row[id] = -Infinity;
+      let mustEnd = false;
+      let token: number;
+      if (drawn !== null) {
+        token = drawn;
+        drawn = null;
+      } else {
+        if (raw) raw.set(row);
+        applyBiasAndPenalties(row, sampling, counts);
+        // "end": the constraint allows only end-of-sequence; it wins over min_tokens and ignore_eos.
+        mustEnd = processor?.process(row) === "end";
+        if (!mustEnd && (job.ignoreEos || generated < job.minTokens)) {
+          for (const id of backend.eosIds) row[id] = -Infinity;
+        }
+        if (plug.banned) { for (const id of plug.banned) row[id] = -Infinity; }
+        // The thinking budget is spent: the block's closing token comes next (when it is one token).
+        if (
+          splitter?.phase === "thinking" && job.thinkingBudget != null &&
+          reasoningTokens >= job.thinkingBudget
+        ) {
+          if (closeId !== undefined) row.fill(-Infinity), row[closeId] = 0;
+        }
+        token = sampler.sample(row, sampling, rng);
       }
-      if (plug.banned) { for (const id of plug.banned) row[id] = -Infinity; }
-      // The thinking budget is spent: the block's closing token comes next (when it is one token).
-      if (
-        splitter?.phase === "thinking" && job.thinkingBudget != null && reasoningTokens >= job.thinkingBudget
-      ) {
-        if (closeId !== undefined) row.fill(-Infinity), row[closeId] = 0;
-      }
-      const token = sampler.sample(row, sampling, rng);
       generated++;
       counts.add(token);
       processor?.accept(token);
@@ -478,13 +497,33 @@ async function* decodeChoice(
         }
       }
       if (finish !== null) break;
+      if (plain && !ahead && !next) {
+        ahead = backend.runAhead!(seq, token, {
+          sampling,
+          rng: rng.state,
+          limit: maxTokens - generated,
+          masked: job.ignoreEos ? maxTokens : job.minTokens - generated,
+          stopOnEos: !job.ignoreEos,
+        });
+        aheadTaken = 0;
+      }
+      if (ahead) {
+        drawn = await ahead.next();
+        if (drawn !== null) {
+          aheadTaken++;
+          continue;
+        }
+        // Over (other work came): every token it drew was taken; the last one is fed as a step.
+        ahead = null;
+      }
       row = await (next ?? backend.step(seq, token));
       next = null;
     }
   } finally {
     // A step still running (a stop sequence ended the choice, or the client left) finishes before the
-    // sequence can be closed under it.
+    // sequence can be closed under it; so does a run ahead, which then drops what this choice did not take.
     if (next) await (next as Promise<Float32Array>).catch(() => {});
+    if (ahead) await ahead.end(aheadTaken);
   }
   if (parser) {
     for (const delta of parser.end()) {

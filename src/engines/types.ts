@@ -336,6 +336,33 @@ export type SampleKernel = (
   rng: Uint32Array,
 ) => number;
 
+/** What a run ahead draws with (ChatBackend.runAhead). */
+export interface RunAheadOptions {
+  sampling: ChatSampling;
+  /** The choice's Rng state (Rng.state): set, as each token is taken, to the state after its draw. */
+  rng: Uint32Array;
+  /** Draws at most (the choice's token budget left). */
+  limit: number;
+  /** The first this many draws have the end-of-sequence tokens masked (min_tokens, ignore_eos). */
+  masked: number;
+  /** A drawn end-of-sequence token ends the run (false under ignore_eos). */
+  stopOnEos: boolean;
+}
+
+/**
+ * Tokens a backend draws and feeds on its own for one sequence (ChatBackend.runAhead). Each token taken is
+ * one the pipeline then treats as drawn by itself; what it did not take is as if never drawn once it ends.
+ */
+export interface RunAhead {
+  /** The next token drawn; null once the run is over (other work came, or a decode failed) and every token it drew is taken: the sequence goes on with `step(seq, lastToken)`. */
+  next(): Promise<number | null>;
+  /**
+   * Ends the run when the choice needs no more tokens, after taking `taken` of them: the sequence then holds
+   * what it would had the pipeline drawn those itself (the last one taken not fed).
+   */
+  end(taken: number): Promise<void>;
+}
+
 /**
  * What the chat pipeline needs of a model, whatever runs it (transformers.js, llama.cpp): rendering and
  * tokenizing, token texts, and logits for sequences it holds. Logits returned belong to the caller until the
@@ -393,6 +420,13 @@ export interface ChatBackend {
   prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }>;
   /** Feeds one token and returns the next logits. */
   step(seq: SequenceId, token: number): Promise<Float32Array>;
+  /**
+   * Instead of `step(seq, token)` and sampling each row: the backend feeds `token`, then draws and feeds
+   * tokens on its own (the sample kernel's draws, from `rng`), handing them over as they come, while nothing
+   * else wants the model. Null when it cannot now (other work, or no such loop); the pipeline asks only for a
+   * choice whose rows need nothing but the sampler.
+   */
+  runAhead?(seq: SequenceId, token: number, opts: RunAheadOptions): RunAhead | null;
   /**
    * Whether `step` may compute on this thread before it returns (a synchronous native call): then the
    * pipeline delivers a token's event before asking for the next step, since the event would otherwise wait

@@ -26,6 +26,12 @@ interface Work {
   reject(e: unknown): void;
 }
 
+/** A run ahead as the batcher sees it: how to stop it, and its end (with the llama_decode calls it made). */
+export interface AheadRun {
+  stop(): void;
+  readonly done: Promise<number>;
+}
+
 /** llama_decode's "no room in the KV cache" (a sequence's stream holds its context length: not expected). */
 export const NO_KV_ROOM = 1;
 
@@ -75,6 +81,8 @@ export class DecodeBatcher {
   readonly #queue: Work[] = [];
   #scheduled = false;
   #closed = false;
+  /** A sequence's run ahead holding the context (see hold). */
+  #ahead: AheadRun | null = null;
   /** The prompts being read together (see PROMPT_COHORT). */
   #cohort: Work[] = [];
   #tokens: Int32Array;
@@ -116,6 +124,7 @@ export class DecodeBatcher {
     if (tokens.length === 0) return Promise.reject(new Error("nothing to decode"));
     return new Promise((resolve, reject) => {
       this.#queue.push({ seq, tokens, pos, done: 0, resolve, reject });
+      this.#ahead?.stop();
       this.#schedule();
     });
   }
@@ -128,6 +137,37 @@ export class DecodeBatcher {
     return this.#decodes;
   }
 
+  /**
+   * Hands the context to one sequence's run ahead (LlamaContext.runAhead) when no other work is queued or
+   * under way: `start` begins it and returns how to stop it and when it ends (with its llama_decode calls).
+   * Work submitted meanwhile stops it, and the next round waits until it has ended. Null when busy.
+   */
+  hold(start: () => AheadRun): AheadRun | null {
+    if (this.#queue.length || this.#scheduled || this.#ahead || this.#closed) return null;
+    const run = start();
+    this.#ahead = run;
+    const over = (decodes: number) => {
+      this.#decodes += decodes;
+      this.#ahead = null;
+      if (this.#queue.length) this.#schedule();
+    };
+    run.done.then(over, () => over(0));
+    return run;
+  }
+
+  /** Whether a run ahead holds the context (nothing else may touch it until it ends). */
+  get held(): Promise<unknown> | null {
+    return this.#ahead?.done ?? null;
+  }
+
+  /** Stops a run ahead, if one holds the context; resolves once it has ended. */
+  release(): Promise<void> {
+    const run = this.#ahead;
+    if (!run) return Promise.resolve();
+    run.stop();
+    return run.done.then(() => {}, () => {});
+  }
+
   /** Fails every queued piece of work (the model is going away). */
   close(reason: unknown): void {
     for (const w of this.#queue.splice(0)) w.reject(reason);
@@ -135,7 +175,8 @@ export class DecodeBatcher {
   }
 
   #round(): void {
-    if (this.#queue.length === 0) return;
+    // A run ahead still ending: the round comes when it has (hold's `over`).
+    if (this.#queue.length === 0 || this.#ahead) return;
     const steps = this.#queue.filter(isStep);
     const prompts = this.#queue.filter((w) => !isStep(w));
     // The cohort: prompts that join in arrival order while its prompts' tokens fit PROMPT_COHORT (the first
@@ -275,7 +316,8 @@ export class DecodeBatcher {
    * lone request's first token on a CPU), again while more prompts keep arriving, up to GATHER_MS in all.
    */
   #gatherMs(): number {
-    if (!this.#promptRate || this.#queue.some(isStep)) return 0;
+    // A run ahead being stopped: its stream's step is about to join.
+    if (!this.#promptRate || this.#ahead || this.#queue.some(isStep)) return 0;
     const tokens = Math.min(this.nBatch, this.#queue.reduce((n, w) => n + w.tokens.length - w.done, 0));
     return Math.min(GATHER_MS, (tokens / this.#promptRate) * 1000 * GATHER_SHARE);
   }

@@ -33,11 +33,14 @@ import type {
   ModelEntry,
   Placement,
   RenderOptions,
+  RunAhead,
+  RunAheadOptions,
   SampleKernel,
   SequenceId,
 } from "../types.ts";
 import { DecodeBatcher } from "./batch.ts";
 import type { LlamaContext, LlamaModel } from "./ffi.ts";
+import { aheadBuffers, TokenRun } from "./run_ahead.ts";
 
 const ATTR_CONTROL = 1 << 3;
 
@@ -131,6 +134,10 @@ export class LlamaChat implements ChatBackend {
   readonly #spelled: Uint8Array[];
   readonly #flags: Int32Array;
   readonly #placement: Placement;
+  /** eosIds for the C loop. */
+  readonly #eos: Int32Array;
+  /** The sequence whose run ahead holds the context, if one does. */
+  #aheadSeq: SequenceId | null = null;
 
   constructor(
     readonly entry: ModelEntry,
@@ -154,6 +161,7 @@ export class LlamaChat implements ChatBackend {
     this.#flags.forEach((f, t) => f & 1 && eos.add(t));
     if (info.eos >= 0) eos.add(info.eos);
     this.eosIds = eos;
+    this.#eos = Int32Array.from(eos);
     this.#text = model.tokenPieces(false);
     this.#spelled = model.tokenPieces(true);
     this.chatTemplate = model.chatTemplate();
@@ -249,6 +257,8 @@ export class LlamaChat implements ChatBackend {
   }
 
   open(opts: { keep?: boolean } = {}): SequenceId {
+    // A new request: a stream running ahead goes back to rounds, which this one's prompt joins.
+    void this.batcher.release();
     const handle = this.#nextHandle++;
     this.#handles.set(handle, { slot: null, keep: opts.keep === true, suspended: false });
     return handle;
@@ -276,6 +286,8 @@ export class LlamaChat implements ChatBackend {
   close(seq: SequenceId): void {
     const h = this.#handles.get(seq);
     if (!h) return;
+    // Its run ahead still writing cells (the pipeline ends it first; not expected): closed once it has ended.
+    if (this.#aheadSeq === seq) return void this.batcher.release().then(() => this.close(seq));
     this.#handles.delete(seq);
     const slot = h.slot;
     if (!slot) {
@@ -417,6 +429,8 @@ export class LlamaChat implements ChatBackend {
   }
 
   async prefill(seq: SequenceId, ids: number[]): Promise<{ logits: Float32Array; cachedTokens: number }> {
+    // Slots are read and cells copied or cut below: no run ahead may be writing cells then.
+    if (this.batcher.held) await this.batcher.release();
     const h = this.#handle(seq);
     // A slot just taken may hold an earlier sequence's cells: none of them are this sequence's own.
     const taken = !h.slot;
@@ -498,6 +512,54 @@ export class LlamaChat implements ChatBackend {
   }
 
   /**
+   * The choice's next tokens drawn and decoded in C (lshim_run_ahead) while this is the only sequence and the
+   * batcher has nothing else to do: no JavaScript between two decodes. Any other request stops it (open, and
+   * the batcher on any submit). Not for a recurrent model (the cells past a stop sequence could not be cut).
+   */
+  runAhead(seq: SequenceId, token: number, opts: RunAheadOptions): RunAhead | null {
+    if (this.model.recurrent || this.#handles.size !== 1) return null;
+    const slot = this.#slot(seq);
+    const pos = slot.tokens.length;
+    const cap = Math.min(opts.limit, this.contextLength - pos);
+    if (cap < 1) return null;
+    const buf = aheadBuffers(cap);
+    const masked = Math.min(cap, Math.max(0, opts.masked));
+    let run: TokenRun | undefined;
+    const held = this.batcher.hold(() => {
+      const done = this.ctx.runAhead(
+        slot.id,
+        token,
+        pos,
+        opts.sampling,
+        opts.rng.slice(),
+        this.#eos,
+        masked,
+        opts.stopOnEos,
+        buf,
+      );
+      run = new TokenRun(
+        buf,
+        opts.rng,
+        done,
+        (decodes) => {
+          // The cells written: `token` and every draw but the last.
+          if (decodes > 0) slot.tokens.push(token, ...buf.tokens.subarray(0, decodes - 1));
+          this.#aheadSeq = null;
+        },
+        (taken) => {
+          // As if the pipeline had drawn `taken` itself: `token` and the draws before the last taken fed.
+          const keep = pos + Math.max(1, taken);
+          if (slot.tokens.length > keep) this.ctx.seqRm(slot.id, keep, -1), slot.tokens.length = keep;
+        },
+      );
+      return { stop: () => run!.stop(), done };
+    });
+    if (!held || !run) return null;
+    this.#aheadSeq = seq;
+    return run;
+  }
+
+  /**
    * Host memory: the weights, the context (its KV cache is allocated whole at load) and the prompt cache's
    * saved cells, less what of them is in GPU memory (placement()).
    */
@@ -510,13 +572,13 @@ export class LlamaChat implements ChatBackend {
     return this.#placement;
   }
 
-  dispose(): Promise<void> {
+  async dispose(): Promise<void> {
     const gone = new Error("the model was unloaded");
     for (const w of this.#waiting.splice(0)) w.reject(gone);
+    await this.batcher.release();
     this.batcher.close(gone);
     this.ctx.free();
     this.model.free();
-    return Promise.resolve();
   }
 
   #handle(seq: SequenceId): Handle {

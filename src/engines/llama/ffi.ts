@@ -1,7 +1,7 @@
 // Owns the native boundary to llama.cpp: finding libllama_shim (native/llama.ts puts it beside the prebuilt
 // libllama and ggml's per-CPU variants), its one Deno.dlopen per process, the symbol table, and typed
 // wrappers that hide pointers and buffers. Calls are synchronous: they run on the model's worker thread,
-// never on the thread that serves HTTP.
+// never on the thread that serves HTTP; one, a lone stream's run ahead, runs on a thread of Deno's own.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -40,6 +40,30 @@ const SYMBOLS = {
   },
   lshim_embed: { parameters: ["pointer", "buffer", "buffer", "i32", "buffer", "i32", "i32"], result: "i32" },
   lshim_sample: { parameters: ["buffer", "i32", "f64", "i32", "f64", "buffer"], result: "i32" },
+  lshim_run_ahead: {
+    parameters: [
+      "pointer",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "f64",
+      "i32",
+      "f64",
+      "buffer",
+      "buffer",
+      "i32",
+      "i32",
+      "i32",
+      "buffer",
+      "buffer",
+      "buffer",
+      "i32",
+    ],
+    result: "i32",
+    // Runs on Deno's blocking pool: the model's thread reads its tokens as they come (see LlamaContext.runAhead).
+    nonblocking: true,
+  },
   lshim_seq_rm: { parameters: ["pointer", "i32", "i32", "i32", "i32"], result: "i32" },
   lshim_seq_cp: { parameters: ["pointer", "i32", "i32", "i32", "i32", "i32"], result: "void" },
   lshim_chat_template: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
@@ -357,6 +381,44 @@ export class LlamaContext {
       tokens.length,
       logits,
       this.model.info.nVocab,
+      this.#gpu,
+    );
+  }
+
+  /**
+   * One sequence's generation in C (lshim_run_ahead) off this thread: decodes `token` at `pos`, then draws and
+   * decodes until `run.cap` draws, a drawn end-of-generation token (when `stopOnEos`), a failed decode, or
+   * run.ctl[0] set by this thread. Draws land in run.tokens / run.states as run.ctl[1] counts them. Resolves
+   * with the llama_decode calls made. Nothing else may use this context until it resolves.
+   */
+  runAhead(
+    seq: number,
+    token: number,
+    pos: number,
+    sampling: { temperature: number; topK: number; topP: number },
+    rng: Uint32Array,
+    eos: Int32Array,
+    masked: number,
+    stopOnEos: boolean,
+    run: { cap: number; ctl: Int32Array; tokens: Int32Array; states: Uint32Array },
+  ): Promise<number> {
+    return this.model.sym.lshim_run_ahead(
+      this.#ptr,
+      seq,
+      token,
+      pos,
+      run.cap,
+      sampling.temperature,
+      sampling.topK,
+      sampling.topP,
+      rng,
+      eos,
+      eos.length,
+      masked,
+      stopOnEos ? 1 : 0,
+      run.ctl,
+      run.tokens,
+      run.states,
       this.#gpu,
     );
   }
