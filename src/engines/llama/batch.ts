@@ -149,7 +149,8 @@ export class DecodeBatcher {
     const over = (decodes: number) => {
       this.#decodes += decodes;
       this.#ahead = null;
-      if (this.#queue.length) this.#schedule();
+      // No gather: the stream's own step joins in the microtasks that follow (it takes its last tokens).
+      if (this.#queue.length) this.#schedule(true);
     };
     run.done.then(over, () => over(0));
     return run;

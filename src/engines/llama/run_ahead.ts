@@ -56,11 +56,6 @@ export class TokenRun implements RunAhead {
     });
   }
 
-  /** Tokens drawn so far (taken or not). */
-  get drawn(): number {
-    return Atomics.load(this.buf.ctl, 1);
-  }
-
   next(): Promise<number | null> {
     const t = this.#take();
     if (t !== undefined) return Promise.resolve(t);
@@ -119,6 +114,7 @@ export class TokenRun implements RunAhead {
     const t = this.#take();
     if (t === undefined && !this.#over) return;
     this.#waiter = null;
+    if (this.#timer !== undefined) clearTimeout(this.#timer), this.#timer = undefined;
     if (t !== undefined && fresh > 0) {
       const now = performance.now();
       // Tokens found together came over the time since the last look that found any.

@@ -25,7 +25,13 @@ const load = (parallel = 2) =>
       created: 0,
       ownedBy: "t",
     },
-    { modelsDir: MODELS, threads: 1, allowRemote: false, log: memoryLogger(), parallel } satisfies LoadContext,
+    {
+      modelsDir: MODELS,
+      threads: 1,
+      allowRemote: false,
+      log: memoryLogger(),
+      parallel,
+    } satisfies LoadContext,
   );
 
 /** Counts the runs ahead the backend starts; `off` hides the method, so the pipeline draws every token. */
@@ -163,7 +169,9 @@ Deno.test("llama run ahead: a client leaving mid-run stops it, and the model ser
     const ac = new AbortController();
     let deltas = 0;
     await assert.rejects(async () => {
-      for await (const ev of runChat(chat, sampled({ maxTokens: 64, minTokens: 64 }), { signal: ac.signal })) {
+      for await (
+        const ev of runChat(chat, sampled({ maxTokens: 64, minTokens: 64 }), { signal: ac.signal })
+      ) {
         if (ev.type === "delta" && ++deltas === 5) ac.abort();
       }
     });
