@@ -12,6 +12,8 @@
 // queued its step) chained rounds through microtasks, so a new request's message waited until the running
 // streams ended (16 requests arriving together: the first generated all its tokens alone, 0.2-0.6 s, before
 // the second's prompt was read).
+// A lone stream may instead hold the context for a run ahead in C (hold): any submit stops it, and rounds
+// resume once it has ended.
 import { setImmediate } from "node:timers";
 import type { LlamaContext } from "./ffi.ts";
 
