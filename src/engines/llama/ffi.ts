@@ -58,6 +58,7 @@ const SYMBOLS = {
       "buffer",
       "buffer",
       "buffer",
+      "u64",
       "i32",
     ],
     result: "i32",
@@ -419,6 +420,7 @@ export class LlamaContext {
       run.ctl,
       run.tokens,
       run.states,
+      this.#threadpool,
       this.#gpu,
     );
   }

@@ -125,7 +125,7 @@ Deno.test("llama run ahead: the end-of-sequence token ends a run as it ends the 
 });
 
 Deno.test("llama run ahead: a request arriving mid-run stops it; both replies are what each gets alone", async () => {
-  const a = sampled({ maxTokens: 64, minTokens: 64 });
+  const a = sampled({ maxTokens: 400, minTokens: 400 });
   const b = sampled({ seed: 9n, messages: [{ role: "user", content: "Something else" }] });
   const alone = (await inTurn(true, [a, b])).out;
   const chat = await load();
