@@ -156,8 +156,7 @@ static void * cpu_proc(const char * name) {
  * keeps the model's pooling type; `embeddings` turns pooled outputs on (embedding models). `bytes` receives the
  * [size of the buffers the context allocated (KV cache, compute and output buffers), the part in GPU memory];
  * `threadpool_out` the
- * context's ggml thread pools (0 if none), for lshim_context_free: [its own, a polling one for a chat context
- * on the CPU (lshim_run_ahead)].
+ * context's ggml thread pool (0 if none), for lshim_context_free.
  */
 LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n_ctx, int n_batch, int n_ubatch,
                                                int n_seq_max,
@@ -190,7 +189,7 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
     // Its threads sleep between graphs (poll 0): polling ones spin after each token, and a process holds a
     // context per model, so idle models' spinning threads took cores from the busy one (poll 50 made prompts
     // up to 1.8x slower in the benchmark, which runs four contexts).
-    threadpool_out[0] = threadpool_out[1] = 0;
+    *threadpool_out = 0;
     threadpool_new_fn tp_new = (threadpool_new_fn) cpu_proc("ggml_threadpool_new");
     if (ctx && tp_new) {
         struct ggml_threadpool_params tpp = ggml_threadpool_params_default(n_threads);
@@ -198,30 +197,19 @@ LSHIM_API struct llama_context * lshim_context(struct llama_model * model, int n
         struct ggml_threadpool * tp = tp_new(&tpp);
         if (tp) {
             llama_attach_threadpool(ctx, tp, tp);
-            threadpool_out[0] = (uint64_t) (uintptr_t) tp;
-        }
-        // A chat context on the CPU gets a second pool, paused until a lone stream's run ahead computes its
-        // back-to-back graphs on it (lshim_run_ahead). It lives as long as the context: ggml's CPU backend
-        // pauses the pool it used last when it switches, so a pool freed after its run was paused again
-        // (freed memory) at the next graph.
-        if (tp && cpu_only && !embeddings) {
-            tpp.poll = 50;
-            tpp.paused = true;
-            struct ggml_threadpool * polling = tp_new(&tpp);
-            if (polling) threadpool_out[1] = (uint64_t) (uintptr_t) polling;
+            *threadpool_out = (uint64_t) (uintptr_t) tp;
         }
     }
     return ctx;
 }
 
-/** Frees a context, then its thread pools (which the context uses until then). */
-LSHIM_API void lshim_context_free(struct llama_context * ctx, uint64_t threadpool, uint64_t spin, int gpu) {
+/** Frees a context, then its thread pool (which the context uses until then). */
+LSHIM_API void lshim_context_free(struct llama_context * ctx, uint64_t threadpool, int gpu) {
     GPU_LOCK(gpu);
     llama_free(ctx);
     GPU_UNLOCK(gpu);
     threadpool_free_fn tp_free = (threadpool_free_fn) cpu_proc("ggml_threadpool_free");
     if (threadpool && tp_free) tp_free((struct ggml_threadpool *) (uintptr_t) threadpool);
-    if (spin && tp_free) tp_free((struct ggml_threadpool *) (uintptr_t) spin);
 }
 
 /** Model facts in one call: [n_vocab, n_ctx_train, n_embd, bos, eos, vocab_type, add_bos, add_eos, n_cls_out]. */
@@ -368,14 +356,12 @@ LSHIM_API int32_t lshim_sample(const float * logits, int32_t n, double temperatu
  * masked (min_tokens, ignore_eos); a drawn eos ends the run when `stop_on_eos`; so does the `cap`-th draw
  * (the budget) before it is decoded. ctl[0] is read before each decode, so a stop costs at most the decode
  * already under way. Returns the llama_decode calls that succeeded (the cells written: `token` and every
- * draw but the last published); ctl[2] gets the failing llama_decode status (0 if none). `threadpool` and
- * `spin`: the context's pools (lshim_context); the polling one computes the run's graphs if there is one.
+ * draw but the last published); ctl[2] gets the failing llama_decode status (0 if none).
  */
 LSHIM_API int32_t lshim_run_ahead(struct llama_context * ctx, int32_t seq, int32_t token, int32_t pos, int32_t cap,
                                   double temperature, int32_t top_k, double top_p, const uint32_t * rng,
                                   const int32_t * eos, int32_t n_eos, int32_t masked, int32_t stop_on_eos,
-                                  int32_t * ctl, int32_t * tokens, uint32_t * states, uint64_t threadpool,
-                                  uint64_t spin, int gpu) {
+                                  int32_t * ctl, int32_t * tokens, uint32_t * states, int gpu) {
     const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx)));
     struct llama_batch b = llama_batch_init(1, 0, 1);
     ctl[2] = 0;
@@ -383,13 +369,6 @@ LSHIM_API int32_t lshim_run_ahead(struct llama_context * ctx, int32_t seq, int32
         ctl[2] = -100;
         return 0;
     }
-    // The run's graphs come back to back (a draw, ~15 us, between two), so on a CPU they go to a pool whose
-    // threads poll for the next graph instead of sleeping (llama.cpp's default poll, 50), for the run only:
-    // the context's sleeping pool stays for prompts and for rounds, which have JavaScript between them (see
-    // lshim_context). Measured in the server, one stream: +2-3% on Q8_0 and ~+2% on Q4_0.
-    struct ggml_threadpool * own = (struct ggml_threadpool *) (uintptr_t) threadpool;
-    struct ggml_threadpool * polling = (struct ggml_threadpool *) (uintptr_t) spin;
-    if (own && polling) llama_attach_threadpool(ctx, polling, own);
     uint32_t state[4];
     memcpy(state, rng, sizeof state);
     int32_t decoded = 0;
@@ -428,7 +407,6 @@ LSHIM_API int32_t lshim_run_ahead(struct llama_context * ctx, int32_t seq, int32
         cur = t;
     }
     llama_batch_free(b);
-    if (own && polling) llama_attach_threadpool(ctx, own, own);
     return decoded;
 }
 

@@ -26,7 +26,7 @@ const SYMBOLS = {
     ],
     result: "pointer",
   },
-  lshim_context_free: { parameters: ["pointer", "u64", "u64", "i32"], result: "void" },
+  lshim_context_free: { parameters: ["pointer", "u64", "i32"], result: "void" },
   lshim_model_free: { parameters: ["pointer", "i32"], result: "void" },
   lshim_state_get: { parameters: ["pointer", "i32", "buffer", "u64", "i32"], result: "u64" },
   lshim_state_set: { parameters: ["pointer", "i32", "buffer", "u64", "i32"], result: "u64" },
@@ -58,8 +58,6 @@ const SYMBOLS = {
       "buffer",
       "buffer",
       "buffer",
-      "u64",
-      "u64",
       "i32",
     ],
     result: "i32",
@@ -329,8 +327,6 @@ export class LlamaContext {
   #ptr: Deno.PointerValue;
   /** ggml's thread pool for this context (0: ggml starts threads per graph). */
   #threadpool: bigint;
-  /** A paused pool that polls, for a run ahead's graphs (0n: none). */
-  #pollingPool: bigint;
   readonly pooling: number;
   /** What llama.cpp allocated for the context: the KV cache (all cells, up front), compute and output buffers. */
   readonly bytes: number;
@@ -343,7 +339,7 @@ export class LlamaContext {
     this.#gpu = opts.cpuOnly ? 0 : 1;
     const s = model.sym;
     const bytes = new Float64Array(2);
-    const threadpool = new BigUint64Array(2);
+    const threadpool = new BigUint64Array(1);
     this.#ptr = s.lshim_context(
       model.ptr,
       opts.nCtx,
@@ -359,7 +355,6 @@ export class LlamaContext {
       threadpool,
     );
     this.#threadpool = threadpool[0];
-    this.#pollingPool = threadpool[1];
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not create a context for the model");
     this.bytes = Math.round(bytes[0]);
     this.deviceBytes = Math.round(bytes[1]);
@@ -424,8 +419,6 @@ export class LlamaContext {
       run.ctl,
       run.tokens,
       run.states,
-      this.#threadpool,
-      this.#pollingPool,
       this.#gpu,
     );
   }
@@ -478,9 +471,7 @@ export class LlamaContext {
   }
 
   free(): void {
-    if (this.#ptr) {
-      this.model.sym.lshim_context_free(this.#ptr, this.#threadpool, this.#pollingPool, this.#gpu);
-    }
+    if (this.#ptr) this.model.sym.lshim_context_free(this.#ptr, this.#threadpool, this.#gpu);
     this.#ptr = null;
   }
 }
