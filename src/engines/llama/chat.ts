@@ -522,7 +522,7 @@ export class LlamaChat implements ChatBackend {
     const pos = slot.tokens.length;
     const cap = Math.min(opts.limit, this.contextLength - pos);
     if (cap < 1) return null;
-    const buf = aheadBuffers(cap);
+    const buf = aheadBuffers(cap, opts.rng);
     const masked = Math.min(cap, Math.max(0, opts.masked));
     let run: TokenRun | undefined;
     const held = this.batcher.hold(() => {
@@ -531,7 +531,6 @@ export class LlamaChat implements ChatBackend {
         token,
         pos,
         opts.sampling,
-        opts.rng.slice(),
         this.#eos,
         masked,
         opts.stopOnEos,

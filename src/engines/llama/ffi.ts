@@ -388,19 +388,19 @@ export class LlamaContext {
   /**
    * One sequence's generation in C (lshim_run_ahead) off this thread: decodes `token` at `pos`, then draws and
    * decodes until `run.cap` draws, a drawn end-of-generation token (when `stopOnEos`), a failed decode, or
-   * run.ctl[0] set by this thread. Draws land in run.tokens / run.states as run.ctl[1] counts them. Resolves
-   * with the llama_decode calls made. Nothing else may use this context until it resolves.
+   * run.ctl[0] set by this thread, drawing from the Rng state run.rng. Draws land in run.tokens / run.states as
+   * run.ctl[1] counts them. Resolves with the llama_decode calls made. Nothing else may use this context, nor
+   * `eos` and `run` change or go, until it resolves.
    */
   runAhead(
     seq: number,
     token: number,
     pos: number,
     sampling: { temperature: number; topK: number; topP: number },
-    rng: Uint32Array,
     eos: Int32Array,
     masked: number,
     stopOnEos: boolean,
-    run: { cap: number; ctl: Int32Array; tokens: Int32Array; states: Uint32Array },
+    run: { cap: number; rng: Uint32Array; ctl: Int32Array; tokens: Int32Array; states: Uint32Array },
   ): Promise<number> {
     return this.model.sym.lshim_run_ahead(
       this.#ptr,
@@ -411,7 +411,7 @@ export class LlamaContext {
       sampling.temperature,
       sampling.topK,
       sampling.topP,
-      rng,
+      run.rng,
       eos,
       eos.length,
       masked,

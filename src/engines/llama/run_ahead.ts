@@ -6,17 +6,23 @@
 // has run), which would put this thread's work back between two decodes. The run's end wakes it at once.
 import type { RunAhead } from "../types.ts";
 
-/** What a run publishes into (see lshim_run_ahead): ctl [stop, drawn, status, 0]. */
+/**
+ * What a run reads and publishes into (see lshim_run_ahead): the Rng state it starts from, ctl [stop, drawn,
+ * status, 0], each draw's token and the state after it. Held by the run until the C call has returned: a
+ * buffer handed to a non-blocking call must outlive it (a temporary could be collected meanwhile).
+ */
 export interface AheadBuffers {
   cap: number;
+  rng: Uint32Array;
   ctl: Int32Array;
   tokens: Int32Array;
   states: Uint32Array;
 }
 
-export function aheadBuffers(cap: number): AheadBuffers {
+export function aheadBuffers(cap: number, rng: Uint32Array): AheadBuffers {
   return {
     cap,
+    rng: rng.slice(),
     ctl: new Int32Array(4),
     tokens: new Int32Array(cap),
     states: new Uint32Array(cap * 4),
