@@ -348,9 +348,10 @@ LSHIM_API int32_t lshim_sample(const float * logits, int32_t n, double temperatu
 /**
  * One sequence's generation run ahead in C, for a lone stream whose tokens need nothing but the sampler:
  * decodes `token` at `pos`, draws the next token from its logits (smp_sample, from a copy of the request's
- * Rng state `rng`), publishes it, decodes it, and so on, with no JavaScript between two decodes (it cost
- * ~0.3 ms a token there, 4-7% of a CPU token). Called without blocking the JavaScript thread, which reads
- * what is published as it comes and stops the run by setting ctl[0] (a stop sequence, another request).
+ * Rng state `rng`), publishes it, decodes it, and so on, with no JavaScript between two decodes: the model
+ * thread's work per token (~0.1-0.3 ms) runs beside the decode instead of between two, which pays where a
+ * core is free (a GPU, more cores than compute threads). Called without blocking the JavaScript thread,
+ * which reads what is published as it comes and stops the run by setting ctl[0].
  * Published: draw i's token in tokens[i] and the Rng state after it in states[4i..4i+3], then ctl[1] = i + 1
  * (release order: a reader that sees the count sees the token). The first `masked` draws have the `eos` ids
  * masked (min_tokens, ignore_eos); a drawn eos ends the run when `stop_on_eos`; so does the `cap`-th draw

@@ -354,7 +354,10 @@ export interface RunAheadOptions {
  * one the pipeline then treats as drawn by itself; what it did not take is as if never drawn once it ends.
  */
 export interface RunAhead {
-  /** The next token drawn; null once the run is over (other work came, or a decode failed) and every token it drew is taken: the sequence goes on with `step(seq, lastToken)`. */
+  /**
+   * The next token drawn; null once the run is over (other work came, or a decode failed) and every token it
+   * drew is taken: the sequence goes on with `step(seq, lastToken)`.
+   */
   next(): Promise<number | null>;
   /**
    * Ends the run when the choice needs no more tokens, after taking `taken` of them: the sequence then holds

@@ -159,8 +159,8 @@ export class DecodeBatcher {
   }
 
   /** Whether a run ahead holds the context (nothing else may touch it until it ends). */
-  get held(): Promise<unknown> | null {
-    return this.#ahead?.done ?? null;
+  get held(): boolean {
+    return this.#ahead !== null;
   }
 
   /** Stops a run ahead, if one holds the context; resolves once it has ended. */

@@ -387,7 +387,7 @@ export class LlamaContext {
 
   /**
    * One sequence's generation in C (lshim_run_ahead) off this thread: decodes `token` at `pos`, then draws and
-   * decodes until `run.cap` draws, a drawn end-of-generation token (when `stopOnEos`), a failed decode, or
+   * decodes until run.tokens.length draws, a drawn end-of-generation token (when `stopOnEos`), a failed decode, or
    * run.ctl[0] set by this thread, drawing from the Rng state run.rng. Draws land in run.tokens / run.states as
    * run.ctl[1] counts them. Resolves with the llama_decode calls made. Nothing else may use this context, nor
    * `eos` and `run` change or go, until it resolves.
@@ -400,14 +400,14 @@ export class LlamaContext {
     eos: Int32Array,
     masked: number,
     stopOnEos: boolean,
-    run: { cap: number; rng: Uint32Array; ctl: Int32Array; tokens: Int32Array; states: Uint32Array },
+    run: { rng: Uint32Array; ctl: Int32Array; tokens: Int32Array; states: Uint32Array },
   ): Promise<number> {
     return this.model.sym.lshim_run_ahead(
       this.#ptr,
       seq,
       token,
       pos,
-      run.cap,
+      run.tokens.length,
       sampling.temperature,
       sampling.topK,
       sampling.topP,

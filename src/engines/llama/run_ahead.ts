@@ -12,7 +12,6 @@ import type { RunAhead } from "../types.ts";
  * buffer handed to a non-blocking call must outlive it (a temporary could be collected meanwhile).
  */
 export interface AheadBuffers {
-  cap: number;
   rng: Uint32Array;
   ctl: Int32Array;
   tokens: Int32Array;
@@ -21,7 +20,6 @@ export interface AheadBuffers {
 
 export function aheadBuffers(cap: number, rng: Uint32Array): AheadBuffers {
   return {
-    cap,
     rng: rng.slice(),
     ctl: new Int32Array(4),
     tokens: new Int32Array(cap),
