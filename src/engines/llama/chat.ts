@@ -138,6 +138,8 @@ export class LlamaChat implements ChatBackend {
   readonly #eos: Int32Array;
   /** The sequence whose run ahead holds the context, if one does. */
   #aheadSeq: SequenceId | null = null;
+  /** Whether runAhead grants a run at all (set at load from the threads and the placement). */
+  aheadWhenAlone: boolean;
 
   constructor(
     readonly entry: ModelEntry,
@@ -149,9 +151,12 @@ export class LlamaChat implements ChatBackend {
       parallel: number;
       description: string;
       placement: Placement;
+      /** Whether a lone stream may run ahead in C (placement.ts runAheadPays); default no. */
+      runAhead?: boolean;
     },
   ) {
     this.#placement = opts.placement;
+    this.aheadWhenAlone = opts.runAhead ?? false;
     this.parallel = opts.parallel;
     const info = model.info;
     this.vocabSize = info.nVocab;
@@ -514,10 +519,11 @@ export class LlamaChat implements ChatBackend {
   /**
    * The choice's next tokens drawn and decoded in C (lshim_run_ahead) while this is the only sequence and the
    * batcher has nothing else to do: no JavaScript between two decodes. Any other request stops it (open, and
-   * the batcher on any submit). Not for a recurrent model (the cells past a stop sequence could not be cut).
+   * the batcher on any submit). Not for a recurrent model (the cells past a stop sequence could not be cut),
+   * nor where the decode takes every core (aheadWhenAlone).
    */
   runAhead(seq: SequenceId, token: number, opts: RunAheadOptions): RunAhead | null {
-    if (this.model.recurrent || this.#handles.size !== 1) return null;
+    if (!this.aheadWhenAlone || this.model.recurrent || this.#handles.size !== 1) return null;
     const slot = this.#slot(seq);
     const pos = slot.tokens.length;
     const cap = Math.min(opts.limit, this.contextLength - pos);

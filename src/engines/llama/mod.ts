@@ -9,7 +9,7 @@ import { LlamaEmbedding } from "./embedding.ts";
 import { blockCount, readGgufMeta } from "./gguf_meta.ts";
 import { ggufFile } from "./files.ts";
 import { listDevices, LlamaContext, LlamaLoadError, LlamaModel, openLlama } from "./ffi.ts";
-import { gpuLayersOf, gpus, layersThatFit, placementOf } from "./placement.ts";
+import { coreCount, gpuLayersOf, gpus, layersThatFit, placementOf, runAheadPays } from "./placement.ts";
 
 export { LlamaChat, LlamaEmbedding };
 export { ggufFile };
@@ -123,6 +123,7 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
       parallel,
       description: `llama.cpp ${placement.device} ${fileType(model)}`,
       placement,
+      runAhead: runAheadPays(ctx.threads, coreCount(), placement),
     });
     chat.batcher.beforePromptRound = ctx.beforeLongWork;
     ctx.log.info("chat model ready", {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { memoryLogger } from "../../log.ts";
 import type { LoadContext, ModelEntry } from "../types.ts";
-import { gpuLayersOf, layersThatFit } from "./placement.ts";
+import { gpuLayersOf, layersThatFit, runAheadPays } from "./placement.ts";
 
 const MiB = 2 ** 20;
 
@@ -23,4 +23,15 @@ Deno.test("placement: options.gpu_layers wins over --gpu-layers; a bad value nam
     () => gpuLayersOf(entry({ gpu_layers: "all" }), ctx),
     /options\.gpu_layers must be an integer/,
   );
+});
+
+Deno.test("placement: a lone stream runs ahead only where the decode leaves a core free", () => {
+  const cpu = { device: "CPU", gpuLayers: 0, layers: 31, gpuBytes: 0 };
+  assert.equal(runAheadPays(2, 2, cpu), false, "two threads on two cores");
+  assert.equal(runAheadPays(8, 4, cpu), false);
+  assert.equal(runAheadPays(1, 2, cpu), true, "a core to spare");
+  const gpu = { device: "GPU", gpuLayers: 31, layers: 31, gpuBytes: 1 };
+  assert.equal(runAheadPays(2, 2, gpu), true, "every layer on the GPU");
+  assert.equal(runAheadPays(2, 2, { ...gpu, gpuLayers: 20 }), false, "a share of the layers on the CPU");
+  assert.equal(runAheadPays(2, 2, { ...cpu, layers: 0 }), false, "layers unknown (a build with no GPU)");
 });

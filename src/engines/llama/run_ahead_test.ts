@@ -9,11 +9,12 @@ import type { ChatEvent, ChatJob, ChatMessage, LoadContext } from "../types.ts";
 import { runChat } from "../../chat/pipeline.ts";
 import { chatJob, collect, texts } from "../../../tests/support/chat_job.ts";
 import { loadLlamaChat } from "./mod.ts";
+import { coreCount } from "./placement.ts";
 import type { LlamaChat } from "./chat.ts";
 
 const MODELS = fileURLToPath(new URL("../../../models/generated/", import.meta.url));
 
-const load = (parallel = 2) =>
+const load = (parallel = 2, threads = 1) =>
   loadLlamaChat(
     {
       id: "m",
@@ -27,15 +28,19 @@ const load = (parallel = 2) =>
     },
     {
       modelsDir: MODELS,
-      threads: 1,
+      threads,
       allowRemote: false,
       log: memoryLogger(),
       parallel,
     } satisfies LoadContext,
   );
 
-/** Counts the runs ahead the backend starts; `off` hides the method, so the pipeline draws every token. */
+/**
+ * Counts the runs ahead the backend starts; `off` hides the method, so the pipeline draws every token. Runs
+ * are allowed whatever this machine's cores (whether they pay is placement.ts's runAheadPays, tested there).
+ */
 function watch(chat: LlamaChat, off: boolean): { runs: number } {
+  chat.aheadWhenAlone = true;
   const seen = { runs: 0 };
   const own = chat.runAhead.bind(chat);
   Object.defineProperty(chat, "runAhead", {
@@ -179,6 +184,26 @@ Deno.test("llama run ahead: a client leaving mid-run stops it, and the model ser
     const fresh = (await inTurn(true, [sampled({ seed: 3n })])).out[0];
     assert.deepEqual(after.texts, fresh.texts);
     assert.deepEqual(after.finishes, fresh.finishes);
+  } finally {
+    await chat.dispose();
+  }
+});
+
+Deno.test("llama run ahead: none where the model's threads take every core; the reply is the same", async () => {
+  const job = sampled();
+  const own = await inTurn(true, [job]);
+  const chat = await load(2, coreCount());
+  try {
+    assert.equal(chat.aheadWhenAlone, false);
+    let runs = 0;
+    const grant = chat.runAhead.bind(chat);
+    chat.runAhead = (...a) => {
+      const run = grant(...a);
+      if (run) runs++;
+      return run;
+    };
+    assert.deepEqual(reply(await collect(runChat(chat, job))), own.out[0]);
+    assert.equal(runs, 0);
   } finally {
     await chat.dispose();
   }
