@@ -369,7 +369,7 @@ export const OPTIONS: Option[] = [
     flag: "stream-interval-ms",
     env: "OAI_STREAM_INTERVAL_MS",
     kind: "int",
-    default: "15",
+    default: "30",
     min: 0,
     max: 1000,
     help:
