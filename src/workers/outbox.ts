@@ -10,11 +10,12 @@
 // tokens/s lost that much of every 9-12 ms step (with the interval, 0.27-0.35 ms a token instead of
 // 0.47-0.54). A message costs the server ~0.3 ms and a token ~0.05 beyond it (one Q4_0 stream at ~240
 // tokens/s, schedstat: the HTTP process 0.13 ms a token at 15 ms, 0.09 at 30, its client 0.07 and 0.055),
-// which is why the default is 30 ms rather than one frame. It waits at most until the interval is up, or until the model's thread runs timers again (it
-// runs them between rounds only, so in practice the next round's message carries it). A round that reads a
-// prompt would hold it for that whole round: the engine calls beforeLongWork first (serve_model.ts flushes
-// this outbox there). A choice's first token and every event that is not a token go out at once: first-token
-// latency and finish times are never held, nor is any token of a model slower than the interval.
+// which is why the default is 30 ms rather than one frame. It waits at most until the interval is up, or
+// until the model's thread runs timers again (it runs them between rounds only, so in practice the next
+// round's message carries it). A round that reads a prompt would hold it for that whole round: the engine
+// calls beforeLongWork first (serve_model.ts flushes this outbox there). A choice's first token and every
+// event that is not a token go out at once: first-token latency and finish times are never held, nor is any
+// token of a model slower than the interval.
 import { setImmediate } from "node:timers";
 import type { ChatEvent } from "../engines/types.ts";
 

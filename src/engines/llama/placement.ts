@@ -51,7 +51,8 @@ export function placementOf(model: LlamaModel, ctx: LlamaContext): Placement {
  * a core for that (fewer compute threads than cores, or every layer on a GPU). Where its threads take every
  * core the JavaScript preempts one of them mid-graph, and the stream decoded slower than with the pipeline
  * drawing between two decodes (SmolLM2-135M shape, 2 threads on 2 cores, ours against ours, both start orders,
- * 16 rounds: Q4_0 1.03-1.06x, Q8_0 1.01-1.02x faster without it; with 1 thread it was 1.04-1.05x faster).
+ * 16 rounds: Q4_0 1.03-1.06x, Q8_0 1.01-1.02x faster without it; with 1 thread on 2 cores the run ahead made
+ * it 1.04-1.05x faster).
  */
 export function runAheadPays(threads: number, cores: number, placement: Placement): boolean {
   const allOnGpu = placement.layers > 0 && placement.gpuLayers >= placement.layers;
