@@ -108,6 +108,8 @@ export class DecodeBatcher {
   #ioAt = 0;
   /** Runs before a round that reads prompt tokens (LoadContext.beforeLongWork). */
   beforePromptRound: (() => void) | undefined;
+  /** What a round waits for after IO_EVERY_MS of rounds back to back (io_turn.ts; tests count it). */
+  ioTurn: () => Promise<unknown> = ioTurn;
 
   /**
    * `nBatch`: tokens a round takes at most; `uBatch`: the micro-batch llama.cpp computes them in (it bounds the
@@ -311,7 +313,7 @@ export class DecodeBatcher {
       const now = performance.now();
       if (now - this.#ioAt < IO_EVERY_MS) return void hop(run);
       this.#ioAt = now;
-      return void hop(() => void ioTurn().then(run));
+      return void hop(() => void this.ioTurn().then(run));
     }
     // Waits again while the burst is still arriving (up to GATHER_MS in all): a lone request waits once.
     let waited = 0;
