@@ -313,7 +313,8 @@ export class DecodeBatcher {
       const now = performance.now();
       if (now - this.#ioAt < IO_EVERY_MS) return void hop(run);
       this.#ioAt = now;
-      return void hop(() => void this.ioTurn().then(run));
+      // The round runs whatever the turn's op gives (a failed op must not stall every stream).
+      return void hop(() => void this.ioTurn().then(run, run));
     }
     // Waits again while the burst is still arriving (up to GATHER_MS in all): a lone request waits once.
     let waited = 0;

@@ -3,7 +3,7 @@
 // row each caller gets, and failures.
 import assert from "node:assert/strict";
 import { setImmediate } from "node:timers";
-import { DecodeBatcher, LONE_PROMPT_ROWS, NO_KV_ROOM, PROMPT_COHORT } from "./batch.ts";
+import { DecodeBatcher, IO_EVERY_MS, LONE_PROMPT_ROWS, NO_KV_ROOM, PROMPT_COHORT } from "./batch.ts";
 import type { LlamaContext } from "./ffi.ts";
 
 const VOCAB = 4;
@@ -326,4 +326,9 @@ Deno.test("rounds back to back wait for an I/O turn every IO_EVERY_MS (10 ms), n
   // About one turn per IO_EVERY_MS of rounds, ~30 in 300 ms, never one per round.
   assert.ok(turns.length >= 10, `${turns.length} turns in ${rounds} rounds`);
   assert.ok(turns.length <= rounds / 3, `${turns.length} turns in ${rounds} rounds`);
+  // A turn whose op fails still lets the round run.
+  b.ioTurn = () => Promise.reject(new Error("no turn"));
+  await new Promise((r) => setTimeout(r, IO_EVERY_MS + 5));
+  const logits = await b.submit(0, [1], 1000);
+  assert.equal(logits[1], 1000);
 });
