@@ -104,11 +104,13 @@ export class DecodeBatcher {
   /** Prompt tokens a round decodes per second (a moving average over rounds of at least RATE_TOKENS). */
   #promptRate = 0;
   #decodes = 0;
-  /** When a round last waited for an I/O turn. */
+  /** When a round last started an I/O turn's op. */
   #ioAt = 0;
+  /** The op of the I/O turn the next round waits for, started before this round's decode (settles either way). */
+  #turn: Promise<void> | undefined;
   /** Runs before a round that reads prompt tokens (LoadContext.beforeLongWork). */
   beforePromptRound: (() => void) | undefined;
-  /** What a round waits for after IO_EVERY_MS of rounds back to back (io_turn.ts; tests count it). */
+  /** The op a round starts before its decode every IO_EVERY_MS, which the next waits for (io_turn.ts; tests count it). */
   ioTurn: () => Promise<unknown> = ioTurn;
 
   /**
@@ -267,6 +269,12 @@ export class DecodeBatcher {
     const prompt = n - stepRows;
     if (prompt > 0) this.beforePromptRound?.();
     const started = performance.now();
+    // Every IO_EVERY_MS the I/O turn's op starts here, so it completes off this thread during the decode and the
+    // next round waits for nothing (see #schedule).
+    if (started - this.#ioAt >= IO_EVERY_MS) {
+      this.#ioAt = started;
+      this.#turn = this.ioTurn().then(() => {}, () => {});
+    }
     const rc = this.#decode(n);
     if (rc === 0 && prompt >= RATE_TOKENS) {
       const rate = n / Math.max(1e-3, (performance.now() - started) / 1000);
@@ -309,12 +317,14 @@ export class DecodeBatcher {
       const hop = afterNext ? (f: () => void) => setImmediate(() => setImmediate(f)) : setImmediate;
       // Rounds back to back never leave Deno's runtime idle: every IO_EVERY_MS one comes after an I/O turn,
       // so a message that came meanwhile (a new request, a client gone) is read before it, not a few dozen
-      // rounds later.
-      const now = performance.now();
-      if (now - this.#ioAt < IO_EVERY_MS) return void hop(run);
-      this.#ioAt = now;
-      // The round runs whatever the turn's op gives (a failed op must not stall every stream).
-      return void hop(() => void this.ioTurn().then(run, run));
+      // rounds later. The turn's op was started before the last decode (#round), so it is done by now: one
+      // stream's hop to a turn took 0.07-0.08 ms in a runner, against 0.15-0.18 when the op started here
+      // (a plain hop: 0.05; a turn every other Q4_0 token, ~0.8% of its time saved).
+      const turn = this.#turn;
+      this.#turn = undefined;
+      if (!turn) return void hop(run);
+      // The round runs whatever the turn's op gives (settled either way: a failed op must not stall a stream).
+      return void hop(() => void turn.then(run));
     }
     // Waits again while the burst is still arriving (up to GATHER_MS in all): a lone request waits once.
     let waited = 0;

@@ -332,3 +332,24 @@ Deno.test("rounds back to back wait for an I/O turn every IO_EVERY_MS (10 ms), n
   const logits = await b.submit(0, [1], 1000);
   assert.equal(logits[1], 1000);
 });
+
+Deno.test("an I/O turn's op starts before a round's decode, and the next round waits for it", async () => {
+  const ctx = new RecordingContext();
+  const order: string[] = [];
+  ctx.afterRound = () => order.push("decode");
+  const b = batcher(ctx);
+  let settle: () => void = () => {};
+  b.ioTurn = () => (order.push("turn"), new Promise<void>((r) => settle = r));
+  // The first round is IO_EVERY_MS past the last turn (none yet): its turn's op runs alongside its decode.
+  await b.submit(0, [1], 0);
+  assert.deepEqual(order, ["turn", "decode"]);
+  // The next round comes after that op, not before (a decode that never lets I/O in would).
+  const next = b.submit(0, [1], 1);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(ctx.rounds.length, 1);
+  settle();
+  await next;
+  assert.equal(ctx.rounds.length, 2);
+  // That round, IO_EVERY_MS after the first turn, started the next one before its decode.
+  assert.deepEqual(order, ["turn", "decode", "turn", "decode"]);
+});
