@@ -331,6 +331,8 @@ Deno.test("rounds back to back wait for an I/O turn every IO_EVERY_MS (10 ms), n
   await new Promise((r) => setTimeout(r, IO_EVERY_MS + 5));
   const logits = await b.submit(0, [1], 1000);
   assert.equal(logits[1], 1000);
+  // And the round after it, which waits for that failed op, runs too.
+  assert.equal((await b.submit(0, [1], 1001))[1], 1001);
 });
 
 Deno.test("an I/O turn's op starts before a round's decode, and the next round waits for it", async () => {
@@ -343,7 +345,7 @@ Deno.test("an I/O turn's op starts before a round's decode, and the next round w
   // The first round is IO_EVERY_MS past the last turn (none yet): its turn's op runs alongside its decode.
   await b.submit(0, [1], 0);
   assert.deepEqual(order, ["turn", "decode"]);
-  // The next round comes after that op, not before (a decode that never lets I/O in would).
+  // The next round waits for that op (the turn that lets the runner's pending messages in first).
   const next = b.submit(0, [1], 1);
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(ctx.rounds.length, 1);
