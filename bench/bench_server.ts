@@ -63,10 +63,13 @@ export function greedyStream(model: string, messages: unknown[], maxTokens: numb
 
 let symbols: ReturnType<typeof openLlama> | undefined;
 
-/** libllama's own decode loop on a GGUF file (one context, one sequence), warmed up, in this process. */
+/**
+ * libllama's own decode loop on a GGUF file (one context, one sequence), warmed up, in this process: the file
+ * mapped, as llama.cpp's tools do by default (this process has no huge-page tunable; see huge_pages.ts).
+ */
 export function libllamaLoop(path: string, threads: number): LlamaContext {
   symbols ??= openLlama();
-  const model = new LlamaModel(symbols, path, { gpuLayers: 0, cpuOnly: true });
+  const model = new LlamaModel(symbols, path, { gpuLayers: 0, cpuOnly: true, mmap: true });
   const ctx = new LlamaContext(model, {
     nCtx: 2048,
     nBatch: 512,

@@ -138,6 +138,26 @@ LSHIM_API struct llama_model * lshim_model_load(const char * path, int n_gpu_lay
     return model;
 }
 
+/**
+ * The host's transparent huge pages setting (/sys/kernel/mm/transparent_hugepage/enabled, the bracketed word):
+ * 3 always, 2 madvise, 1 never, 0 unknown (not Linux, or unreadable). Read here because Deno lets only a
+ * process holding every permission read /sys, and a runner holds a few.
+ */
+LSHIM_API int32_t lshim_huge_pages(void) {
+#ifdef __linux__
+    FILE * f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return 0;
+    char buf[128];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    if (strstr(buf, "[always]")) return 3;
+    if (strstr(buf, "[madvise]")) return 2;
+    if (strstr(buf, "[never]")) return 1;
+#endif
+    return 0;
+}
+
 typedef struct ggml_threadpool * (*threadpool_new_fn)(struct ggml_threadpool_params * params);
 typedef void (*threadpool_free_fn)(struct ggml_threadpool * threadpool);
 

@@ -52,6 +52,10 @@ const ModelSpec = z.object({
     message: "must be an integer from 32 to 65536 (tokens one llama_decode call takes)",
     path: ["options", "batch_size"],
   },
+).refine(
+  // llama.cpp: map the GGUF file (true) or read it into the runner's memory (false); unset, the runner decides.
+  (m) => m.options?.mmap === undefined || typeof m.options.mmap === "boolean",
+  { message: "must be true (map the file) or false (read it into memory)", path: ["options", "mmap"] },
 );
 
 const ManifestSchema = z.object({

@@ -72,6 +72,17 @@ Deno.test("manifest: options.batch_size is an integer from 32 to 65536, for llam
   assert.throws(() => parseManifest(onnx, "/models", "auto"), /batch_size/);
 });
 
+Deno.test("manifest: options.mmap is a boolean, for llama.cpp models only", () => {
+  for (const bad of [1, "true", null]) {
+    const json = { models: { x: { task: "chat", path: "a.gguf", options: { mmap: bad } } } };
+    assert.throws(() => parseManifest(json, "/models", "auto"), /models\.x\.options\.mmap/);
+  }
+  const json = { models: { x: { task: "chat", path: "a.gguf", options: { mmap: false } } } };
+  assert.equal(parseManifest(json, "/models", "auto").entries.get("x")!.options.mmap, false);
+  const onnx = { models: { x: { task: "chat", path: "onnx-folder", options: { mmap: true } } } };
+  assert.throws(() => parseManifest(onnx, "/models", "auto"), /mmap/);
+});
+
 Deno.test("manifest: options.gpu_layers is an integer of at least -1", () => {
   for (const bad of [-2, 1.5, "all", true]) {
     const json = { models: { x: { task: "chat", path: "a.gguf", options: { gpu_layers: bad } } } };

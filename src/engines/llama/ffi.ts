@@ -9,6 +9,8 @@ const SYMBOLS = {
   lshim_init: { parameters: ["buffer", "i32"], result: "void" },
   lshim_devices: { parameters: ["buffer", "i32"], result: "i32" },
   lshim_model_load: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer" },
+  // Optional: a --llama-lib shim built before it existed still loads (its host reads as unknown).
+  lshim_huge_pages: { parameters: [], result: "i32", optional: true },
   lshim_context: {
     parameters: [
       "pointer",
@@ -199,16 +201,24 @@ export class LlamaModel {
    * Qwen3-Next): tokens can be added to it but not cut from its end.
    */
   readonly recurrent: boolean;
+  /** Whether the weights are mapped from the file (else read into the process's memory). */
+  readonly mapped: boolean;
   #ptr: Deno.PointerValue;
 
   /**
    * `gpuLayers` < 0: every layer on the GPU when there is one (llama.cpp's default); `cpuOnly`: no GPU device
-   * at all, so a GPU build serves this model from host memory and the CPU.
+   * at all, so a GPU build serves this model from host memory and the CPU; `mmap`: map the file (else read
+   * it into memory of the process's own, see huge_pages.ts).
    */
-  constructor(readonly sym: Symbols, path: string, opts: { gpuLayers: number; cpuOnly: boolean }) {
+  constructor(
+    readonly sym: Symbols,
+    path: string,
+    opts: { gpuLayers: number; cpuOnly: boolean; mmap: boolean },
+  ) {
     const out = new Float64Array(4);
     this.gpu = !opts.cpuOnly;
-    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, 1, opts.cpuOnly ? 1 : 0, out);
+    this.mapped = opts.mmap;
+    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, opts.mmap ? 1 : 0, opts.cpuOnly ? 1 : 0, out);
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not load the GGUF file");
     this.bytes = Math.round(out[0]);
     this.deviceBytes = Math.round(out[1]);

@@ -9,6 +9,7 @@ import { LlamaEmbedding } from "./embedding.ts";
 import { blockCount, readGgufMeta } from "./gguf_meta.ts";
 import { ggufFile } from "./files.ts";
 import { listDevices, LlamaContext, LlamaLoadError, LlamaModel, openLlama } from "./ffi.ts";
+import { hugePagesOf, mapsWeights } from "./huge_pages.ts";
 import { coreCount, gpuLayersOf, gpus, layersThatFit, placementOf, runAheadPays } from "./placement.ts";
 
 export { LlamaChat, LlamaEmbedding };
@@ -80,8 +81,11 @@ function loadModel(entry: ModelEntry, path: string, ctx: LoadContext): LlamaMode
       });
     }
   }
+  // Every layer on a GPU: asked for all (-1) on a host with a GPU, and all of them fit.
+  const allOnGpu = !cpuOnly && devices.length > 0 && gpuLayers === -1;
+  const mmap = mapsWeights(entry.options.mmap, allOnGpu, hugePagesOf(sym.lshim_huge_pages?.()));
   try {
-    return new LlamaModel(sym, path, { gpuLayers: cpuOnly ? 0 : gpuLayers, cpuOnly });
+    return new LlamaModel(sym, path, { gpuLayers: cpuOnly ? 0 : gpuLayers, cpuOnly, mmap });
   } catch (e) {
     if (e instanceof LlamaLoadError) {
       throw new LlamaLoadError(
@@ -134,6 +138,7 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
       vocab: chat.vocabSize,
       gpuLayers: `${placement.gpuLayers}/${placement.layers}`,
       gpuBytes: placement.gpuBytes,
+      weights: model.mapped ? "mapped" : "read in",
     });
     return chat;
   } catch (e) {
