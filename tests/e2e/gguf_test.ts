@@ -4,7 +4,7 @@
 // server and the GGUF answers must be identical: text, tool calls, JSON, logprobs, n with a seed, stop
 // sequences, usage. Then what only this backend does: the prompt cache (exact cached_tokens, same reply as
 // uncached), 8 concurrent streams decoded together, a corrupt GGUF failing alone, and chat (GGUF), embeddings
-// and transcription (whisper.cpp, its own ggml) in one process.
+// and transcription (whisper.cpp, its own ggml) in one process; and where the weights live (huge_pages.ts).
 import { CHAT_FEATURES, HI } from "../support/chat_features.ts";
 import { assertStreamsTogether, STREAM_PROMPTS } from "../support/concurrent_streams.ts";
 import assert from "node:assert/strict";
@@ -12,6 +12,9 @@ import { join } from "node:path";
 import { toFile } from "openai";
 import { GENERATED_MODELS, MODELS_DIR, REPO_ROOT, startTestServer, type TestServer } from "../helpers.ts";
 import type { ManifestJson } from "../../src/engines/manifest.ts";
+import type { WorkerChatEngine } from "../../src/workers/host.ts";
+import { hugePagesOf } from "../../src/engines/llama/huge_pages.ts";
+import { openLlama } from "../../src/engines/llama/ffi.ts";
 
 const HELLO = "Hello from chat-tiny!";
 
@@ -307,4 +310,47 @@ Deno.test("gguf embeddings: embed-tiny's GGUF export gives the ONNX model's toke
       }
     }
   });
+});
+
+Deno.test({
+  name:
+    "gguf memory: weights the CPU computes with are read into the runner's memory, which malloc gives huge " +
+    "pages; options.mmap: true maps the file",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    const thp = hugePagesOf(openLlama().lshim_huge_pages?.());
+    const models = {
+      "gguf-read": { ...GGUF["chat-gguf"] },
+      "gguf-mapped": { ...GGUF["chat-gguf-q8"], options: { mmap: true } },
+    };
+    await withServer(models, async (s) => {
+      const runner = async (id: string) => {
+        await s.client.chat.completions.create({ model: id, messages: HI, max_tokens: 2 });
+        const engine = await s.server.registry.engine<WorkerChatEngine>(
+          s.server.registry.resolve(id, "chat"),
+        );
+        return {
+          maps: Deno.readTextFileSync(`/proc/${engine.pid}/maps`),
+          environ: Deno.readTextFileSync(`/proc/${engine.pid}/environ`).split("\0"),
+          hugeKb: Number(
+            /AnonHugePages:\s+(\d+)/.exec(Deno.readTextFileSync(`/proc/${engine.pid}/smaps_rollup`))![1],
+          ),
+        };
+      };
+      const read = await runner("gguf-read");
+      const mapped = await runner("gguf-mapped");
+      // Unless the server's own environment set it otherwise, a llama.cpp runner asks malloc for huge pages.
+      if (!Deno.env.get("GLIBC_TUNABLES")?.includes("glibc.malloc.hugetlb")) {
+        assert.ok(read.environ.some((v) => /^GLIBC_TUNABLES=(.*:)?glibc\.malloc\.hugetlb=1(:|$)/.test(v)));
+      }
+      assert.ok(mapped.maps.includes("chat-tiny-Q8_0.gguf"), "options.mmap: true maps the file");
+      if (thp === "madvise" || thp === "always") {
+        assert.ok(!read.maps.includes("chat-tiny-F32.gguf"), "read in, not mapped");
+        // Its buffers (weights, KV cache) on huge pages.
+        assert.ok(read.hugeKb > 0, `AnonHugePages ${read.hugeKb} kB`);
+      } else {
+        assert.ok(read.maps.includes("chat-tiny-F32.gguf"), `no huge pages (${thp}): mapped`);
+      }
+    });
+  },
 });

@@ -218,7 +218,13 @@ export class LlamaModel {
     const out = new Float64Array(4);
     this.gpu = !opts.cpuOnly;
     this.mapped = opts.mmap;
-    this.#ptr = sym.lshim_model_load(cstr(path), opts.gpuLayers, opts.mmap ? 1 : 0, opts.cpuOnly ? 1 : 0, out);
+    this.#ptr = sym.lshim_model_load(
+      cstr(path),
+      opts.gpuLayers,
+      opts.mmap ? 1 : 0,
+      opts.cpuOnly ? 1 : 0,
+      out,
+    );
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not load the GGUF file");
     this.bytes = Math.round(out[0]);
     this.deviceBytes = Math.round(out[1]);
