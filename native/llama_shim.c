@@ -3,8 +3,9 @@
 // call back into JavaScript from llama.cpp's threads), and one call per batch: the server hands over flat arrays
 // of tokens, positions, sequence ids and output rows, and gets those rows' logits copied into its own buffer.
 // Everything else (tokenizer, vocabulary, metadata, KV memory) the server calls in libllama itself.
-// clock_gettime is POSIX, not C11.
+// clock_gettime is POSIX, not C11; madvise's huge page advice is Linux's (glibc's default feature set).
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -156,6 +157,78 @@ LSHIM_API int32_t lshim_huge_pages(void) {
     if (strstr(buf, "[never]")) return 1;
 #endif
     return 0;
+}
+
+#ifdef __linux__
+#include <sys/mman.h>
+// Linux 6.1's; glibc 2.36's headers predate it.
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+#define HUGE_REGIONS 8192
+/** An anonymous read-write mapping of this process: [start, end). */
+typedef struct { uintptr_t start, end; } anon_region;
+static _Thread_local anon_region t_before[HUGE_REGIONS];
+static _Thread_local int t_n_before = -1;
+
+/** This process's anonymous read-write private mappings (no file, no [heap] or [stack]), up to `cap`. */
+static int anon_regions(anon_region * out, int cap) {
+    FILE * f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    char line[512];
+    int n = 0;
+    while (n < cap && fgets(line, sizeof(line), f)) {
+        unsigned long a, b, inode;
+        char perms[8];
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %n", &a, &b, perms, &inode, &path_at) < 4) continue;
+        if (strcmp(perms, "rw-p") != 0 || inode != 0) continue;
+        if (path_at > 0 && line[path_at] != '\n' && line[path_at] != '\0') continue;
+        out[n].start = (uintptr_t) a;
+        out[n].end = (uintptr_t) b;
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+#endif
+
+/**
+ * Brackets a model's load or a context's creation (lshim_huge_begin before, lshim_huge_end after): the
+ * anonymous mappings that call made or grew, of `min_bytes` or more (ggml's buffers: weights read in or
+ * repacked, KV cache, compute buffers), are advised to transparent huge pages (MADV_HUGEPAGE, which the
+ * kernel's common "madvise" setting waits for) and their pages collapsed into huge ones now (MADV_COLLAPSE,
+ * Linux 6.1; older kernels leave it to khugepaged). Only mappings that were not there before are touched, so
+ * the runtime's own memory is left as it was. Returns the bytes advised (0 off Linux).
+ */
+LSHIM_API void lshim_huge_begin(void) {
+#ifdef __linux__
+    t_n_before = anon_regions(t_before, HUGE_REGIONS);
+#endif
+}
+
+LSHIM_API double lshim_huge_end(double min_bytes) {
+    double advised = 0;
+#ifdef __linux__
+    static _Thread_local anon_region after[HUGE_REGIONS];
+    int n = anon_regions(after, HUGE_REGIONS);
+    for (int i = 0; i < n; i++) {
+        uintptr_t a = after[i].start, b = after[i].end;
+        if ((double) (b - a) < min_bytes) continue;
+        int seen = 0;
+        for (int j = 0; j < t_n_before && !seen; j++) seen = t_before[j].start == a && t_before[j].end == b;
+        if (seen) continue;
+        if (madvise((void *) a, b - a, MADV_HUGEPAGE) == 0) {
+            advised += (double) (b - a);
+            madvise((void *) a, b - a, MADV_COLLAPSE);
+        }
+    }
+    t_n_before = -1;
+#else
+    (void) min_bytes;
+#endif
+    return advised;
 }
 
 typedef struct ggml_threadpool * (*threadpool_new_fn)(struct ggml_threadpool_params * params);

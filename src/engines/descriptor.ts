@@ -45,8 +45,6 @@ export interface RunnerNeeds {
   ffi: string[];
   /** Other files it reads. */
   read?: string[];
-  /** glibc tunables ("name=value") it starts with, unless the server's own GLIBC_TUNABLES sets the name. */
-  tunables?: string[];
 }
 
 export interface BackendDescriptor {

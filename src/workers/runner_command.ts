@@ -16,27 +16,15 @@ export interface RunnerCommand {
 }
 
 /**
- * The runner's environment over the server's: its backend's glibc tunables (llama.cpp's: huge pages for the
- * weights, see engines/llama/huge_pages.ts), and OpenMP's worker threads (llama.cpp's CPU builds compute with
+ * The runner's environment over the server's: OpenMP's worker threads (llama.cpp's CPU builds compute with
  * OpenMP) sleep as soon as a graph ends instead of spinning for the next (`OMP_WAIT_POLICY=passive`), unless
  * the server was started with a policy of its own. Between two tokens the runner's thread samples and hands
  * the token on, and the server's thread streams it: a spinning worker held the second of 2 cores meanwhile
  * (one stream on the SmolLM2-shaped Q4_0 file, 2 threads, side by side with llama-server, two pairs: 159.5
  * and 159.6 tok/s passive, 154.5 and 154.3 spinning; 8 and 16 streams the same within noise).
  */
-export function runnerEnv(
-  inherited: (name: string) => string | undefined,
-  tunables: readonly string[] = [],
-): Record<string, string> {
-  const env: Record<string, string> = inherited("OMP_WAIT_POLICY") === undefined
-    ? { OMP_WAIT_POLICY: "passive" }
-    : {};
-  // The backend's glibc tunables (RunnerNeeds.tunables) after the server's own, none of whose names they repeat.
-  const own = inherited("GLIBC_TUNABLES") ?? "";
-  const named = new Set(own.split(":").map((t) => t.split("=")[0]).filter(Boolean));
-  const added = tunables.filter((t) => !named.has(t.split("=")[0]));
-  if (added.length) env.GLIBC_TUNABLES = [own, ...added].filter(Boolean).join(":");
-  return env;
+export function runnerEnv(inherited: (name: string) => string | undefined): Record<string, string> {
+  return inherited("OMP_WAIT_POLICY") === undefined ? { OMP_WAIT_POLICY: "passive" } : {};
 }
 
 /** The argument a single binary is started with to be a runner (main.ts checks for it). */
@@ -84,15 +72,15 @@ function runnerArgs(req: LoadRequest): string[] {
 }
 
 export function runnerCommand(req: LoadRequest): RunnerCommand {
+  const env = runnerEnv((name) => Deno.env.get(name));
+  if (Deno.build.standalone) {
+    return { command: Deno.execPath(), args: [RUNNER_ARG, ...runnerArgs(req)], env };
+  }
   const needs = backendOf(req.entry.engine).runnerNeeds({
     llamaLib: req.llamaLib,
     whisperLib: req.whisper?.lib,
     vadModel: req.whisper?.vadModel,
   });
-  const env = runnerEnv((name) => Deno.env.get(name), needs.tunables);
-  if (Deno.build.standalone) {
-    return { command: Deno.execPath(), args: [RUNNER_ARG, ...runnerArgs(req)], env };
-  }
   const args = [
     "run",
     "--no-prompt",

@@ -82,22 +82,3 @@ Deno.test("runner command: OpenMP's workers sleep between graphs in a runner unl
   assert.deepEqual(runnerEnv(() => undefined), { OMP_WAIT_POLICY: "passive" });
   assert.deepEqual(runnerEnv((name) => (name === "OMP_WAIT_POLICY" ? "active" : undefined)), {});
 });
-
-Deno.test("runner command: a llama.cpp runner starts with malloc's huge pages, after the server's own tunables", () => {
-  const HUGE = "glibc.malloc.hugetlb=1";
-  if (!Deno.env.get("GLIBC_TUNABLES")?.includes("glibc.malloc.hugetlb")) {
-    assert.match(runnerCommand(request("llama.cpp")).env.GLIBC_TUNABLES!, /(^|:)glibc\.malloc\.hugetlb=1$/);
-  }
-  assert.deepEqual(runnerEnv(() => undefined, [HUGE]), { OMP_WAIT_POLICY: "passive", GLIBC_TUNABLES: HUGE });
-  const with_ = (tunables: string) => (name: string) =>
-    name === "GLIBC_TUNABLES" ? tunables : name === "OMP_WAIT_POLICY" ? "passive" : undefined;
-  assert.deepEqual(runnerEnv(with_("glibc.malloc.arena_max=2"), [HUGE]), {
-    GLIBC_TUNABLES: `glibc.malloc.arena_max=2:${HUGE}`,
-  });
-  // The server's own setting of the same tunable wins (and nothing is added).
-  assert.deepEqual(runnerEnv(with_("glibc.malloc.hugetlb=0"), [HUGE]), {});
-  // Other backends' runners get none.
-  for (const engine of ["transformers", "whisper.cpp"] as const) {
-    assert.equal(runnerCommand(request(engine)).env.GLIBC_TUNABLES, undefined, engine);
-  }
-});

@@ -6,7 +6,6 @@ import { fileURLToPath } from "node:url";
 import { GGUF_FORMAT } from "../../hub/select.ts";
 import type { BackendDescriptor } from "../descriptor.ts";
 import { ggufFile } from "./files.ts";
-import { HUGE_PAGES_TUNABLE } from "./huge_pages.ts";
 
 const NATIVE_BUILD = fileURLToPath(new URL("../../../native/build/", import.meta.url));
 
@@ -22,7 +21,6 @@ export const LLAMA: BackendDescriptor = {
     ffi: [NATIVE_BUILD, ...(llamaLib ? [llamaLib, dirname(llamaLib)] : [])],
     // --llama-lib outside the checkout: the loader looks for the shim there before opening it.
     read: llamaLib ? [llamaLib] : [],
-    tunables: [HUGE_PAGES_TUNABLE],
   }),
   load: async (task, entry, ctx) => {
     const llama = await import("./mod.ts");

@@ -4,6 +4,7 @@
 // never on the thread that serves HTTP; one, a lone stream's run ahead, runs on a thread of Deno's own.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { onHugePages } from "./huge_pages.ts";
 
 const SYMBOLS = {
   lshim_init: { parameters: ["buffer", "i32"], result: "void" },
@@ -11,6 +12,8 @@ const SYMBOLS = {
   lshim_model_load: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer" },
   // Optional: a --llama-lib shim built before it existed still loads (its host reads as unknown).
   lshim_huge_pages: { parameters: [], result: "i32", optional: true },
+  lshim_huge_begin: { parameters: [], result: "void", optional: true },
+  lshim_huge_end: { parameters: ["f64"], result: "f64", optional: true },
   lshim_context: {
     parameters: [
       "pointer",
@@ -203,27 +206,29 @@ export class LlamaModel {
   readonly recurrent: boolean;
   /** Whether the weights are mapped from the file (else read into the process's memory). */
   readonly mapped: boolean;
+  /** Whether its memory (and its contexts') is advised to huge pages. */
+  readonly huge: boolean;
   #ptr: Deno.PointerValue;
 
   /**
    * `gpuLayers` < 0: every layer on the GPU when there is one (llama.cpp's default); `cpuOnly`: no GPU device
    * at all, so a GPU build serves this model from host memory and the CPU; `mmap`: map the file (else read
-   * it into memory of the process's own, see huge_pages.ts).
+   * it into memory of the process's own); `huge`: advise the memory its load and its contexts allocate to
+   * huge pages (see huge_pages.ts).
    */
   constructor(
     readonly sym: Symbols,
     path: string,
-    opts: { gpuLayers: number; cpuOnly: boolean; mmap: boolean },
+    opts: { gpuLayers: number; cpuOnly: boolean; mmap: boolean; huge?: boolean },
   ) {
     const out = new Float64Array(4);
     this.gpu = !opts.cpuOnly;
     this.mapped = opts.mmap;
-    this.#ptr = sym.lshim_model_load(
-      cstr(path),
-      opts.gpuLayers,
-      opts.mmap ? 1 : 0,
-      opts.cpuOnly ? 1 : 0,
-      out,
+    this.huge = opts.huge ?? false;
+    this.#ptr = onHugePages(
+      sym,
+      this.huge,
+      () => sym.lshim_model_load(cstr(path), opts.gpuLayers, opts.mmap ? 1 : 0, opts.cpuOnly ? 1 : 0, out),
     );
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not load the GGUF file");
     this.bytes = Math.round(out[0]);
@@ -356,20 +361,21 @@ export class LlamaContext {
     const s = model.sym;
     const bytes = new Float64Array(2);
     const threadpool = new BigUint64Array(1);
-    this.#ptr = s.lshim_context(
-      model.ptr,
-      opts.nCtx,
-      opts.nBatch,
-      opts.uBatch ?? opts.nBatch,
-      opts.nSeqMax,
-      opts.threads,
-      opts.embeddings ? 1 : 0,
-      opts.pooling,
-      opts.cpuOnly ? 1 : 0,
-      opts.unified === false ? 0 : 1,
-      bytes,
-      threadpool,
-    );
+    this.#ptr = onHugePages(s, model.huge, () =>
+      s.lshim_context(
+        model.ptr,
+        opts.nCtx,
+        opts.nBatch,
+        opts.uBatch ?? opts.nBatch,
+        opts.nSeqMax,
+        opts.threads,
+        opts.embeddings ? 1 : 0,
+        opts.pooling,
+        opts.cpuOnly ? 1 : 0,
+        opts.unified === false ? 0 : 1,
+        bytes,
+        threadpool,
+      ));
     this.#threadpool = threadpool[0];
     if (!this.#ptr) throw new LlamaLoadError("llama.cpp could not create a context for the model");
     this.bytes = Math.round(bytes[0]);

@@ -9,7 +9,7 @@ import { LlamaEmbedding } from "./embedding.ts";
 import { blockCount, readGgufMeta } from "./gguf_meta.ts";
 import { ggufFile } from "./files.ts";
 import { listDevices, LlamaContext, LlamaLoadError, LlamaModel, openLlama } from "./ffi.ts";
-import { hugePagesOf, mapsWeights } from "./huge_pages.ts";
+import { hugePagesOn, mapsWeights } from "./huge_pages.ts";
 import { coreCount, gpuLayersOf, gpus, layersThatFit, placementOf, runAheadPays } from "./placement.ts";
 
 export { LlamaChat, LlamaEmbedding };
@@ -83,9 +83,10 @@ function loadModel(entry: ModelEntry, path: string, ctx: LoadContext): LlamaMode
   }
   // Every layer on a GPU: asked for all (-1) on a host with a GPU, and all of them fit.
   const allOnGpu = !cpuOnly && devices.length > 0 && gpuLayers === -1;
-  const mmap = mapsWeights(entry.options.mmap, allOnGpu, hugePagesOf(sym.lshim_huge_pages?.()));
+  const huge = hugePagesOn(sym);
+  const mmap = mapsWeights(entry.options.mmap, allOnGpu, huge);
   try {
-    return new LlamaModel(sym, path, { gpuLayers: cpuOnly ? 0 : gpuLayers, cpuOnly, mmap });
+    return new LlamaModel(sym, path, { gpuLayers: cpuOnly ? 0 : gpuLayers, cpuOnly, mmap, huge });
   } catch (e) {
     if (e instanceof LlamaLoadError) {
       throw new LlamaLoadError(
@@ -138,7 +139,7 @@ export async function loadLlamaChat(entry: ModelEntry, ctx: LoadContext): Promis
       vocab: chat.vocabSize,
       gpuLayers: `${placement.gpuLayers}/${placement.layers}`,
       gpuBytes: placement.gpuBytes,
-      weights: model.mapped ? "mapped" : "read in",
+      weights: `${model.mapped ? "mapped" : "read in"}${model.huge ? ", huge pages" : ""}`,
     });
     return chat;
   } catch (e) {
