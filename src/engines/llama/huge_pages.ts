@@ -4,10 +4,10 @@
 // every weight once, and on 4 KiB pages the CPU spends part of that walking page tables: with the weights on
 // huge pages llama.cpp decodes faster (SmolLM2-135M shape, 2 threads, llama-bench tg64 at depth 250,
 // alternating rounds: Q8_0 read in on huge pages 129-144 tok/s against 118-125 mapped; Q4_0, which llama.cpp
-// repacks into memory of its own, 190-216 against 180-181). The weights are what count: Q8_0 mapped, with only
-// the KV cache and compute buffers on huge pages, decoded at 120-132, no faster (and the kernel refuses to
-// collapse a fresh context's pages, EINVAL, so those mostly stay small). A mapped file's pages stay 4 KiB
-// whatever is advised, hence the weights are read in where the CPU computes with them; llama-server maps them.
+// repacks into memory of its own, 190-216 against 180-181). On Q8_0 the weights are what count: mapped, with only
+// the KV cache and compute buffers on huge pages, it decoded at 120-132, no faster. A mapped file's pages stay
+// 4 KiB whatever is advised, hence the weights are read in where the CPU computes with them; llama-server maps
+// them.
 // glibc's malloc tunable (glibc.malloc.hugetlb=1 in a runner's environment) was tried first: some runners
 // started with it read the host's setting and then went on without huge pages (unexplained), so the shim does
 // it. The copy costs what the mapping would have used in the page cache, and a model larger than memory can
