@@ -65,7 +65,8 @@ let symbols: ReturnType<typeof openLlama> | undefined;
 
 /**
  * libllama's own decode loop on a GGUF file (one context, one sequence), warmed up, in this process: the file
- * mapped, as llama.cpp's tools do by default (this process has no huge-page tunable; see huge_pages.ts).
+ * mapped and nothing advised to huge pages, as llama.cpp's own tools run it (the server does both otherwise,
+ * see src/engines/llama/huge_pages.ts).
  */
 export function libllamaLoop(path: string, threads: number): LlamaContext {
   symbols ??= openLlama();

@@ -10,7 +10,7 @@ const SYMBOLS = {
   lshim_init: { parameters: ["buffer", "i32"], result: "void" },
   lshim_devices: { parameters: ["buffer", "i32"], result: "i32" },
   lshim_model_load: { parameters: ["buffer", "i32", "i32", "i32", "buffer"], result: "pointer" },
-  // Optional: a --llama-lib shim built before it existed still loads (its host reads as unknown).
+  // Optional: a --llama-lib shim built before these existed still loads (and nothing goes on huge pages).
   lshim_huge_pages: { parameters: [], result: "i32", optional: true },
   lshim_huge_begin: { parameters: [], result: "void", optional: true },
   lshim_huge_end: { parameters: ["f64"], result: "f64", optional: true },
