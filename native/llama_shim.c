@@ -200,7 +200,7 @@ static int anon_regions(anon_region * out, int cap) {
  * repacked, KV cache, compute buffers), are advised to transparent huge pages (MADV_HUGEPAGE, which the
  * kernel's common "madvise" setting waits for) and the pages they already hold collapsed into huge ones now
  * (MADV_COLLAPSE, Linux 6.1; older kernels leave it to khugepaged). Only mappings that were not there before
- * are touched, so the runtime's own memory is left as it was. Returns the bytes advised (0 off Linux).
+ * are touched, so the runtime's own memory is left as it was.
  */
 LSHIM_API void lshim_huge_begin(void) {
 #ifdef __linux__
@@ -208,8 +208,7 @@ LSHIM_API void lshim_huge_begin(void) {
 #endif
 }
 
-LSHIM_API double lshim_huge_end(double min_bytes) {
-    double advised = 0;
+LSHIM_API void lshim_huge_end(double min_bytes) {
 #ifdef __linux__
     static _Thread_local anon_region after[HUGE_REGIONS];
     int n = anon_regions(after, HUGE_REGIONS);
@@ -220,7 +219,6 @@ LSHIM_API double lshim_huge_end(double min_bytes) {
         for (int j = 0; j < t_n_before && !seen; j++) seen = t_before[j].start == a && t_before[j].end == b;
         if (seen) continue;
         if (madvise((void *) a, b - a, MADV_HUGEPAGE) == 0) {
-            advised += (double) (b - a);
             // One call stops at the first huge page it cannot make (EINVAL on a fresh context's KV cache here,
             // for a few of them): then huge page by huge page (361 of 483 made, against none).
             if (madvise((void *) a, b - a, MADV_COLLAPSE) != 0) {
@@ -235,7 +233,6 @@ LSHIM_API double lshim_huge_end(double min_bytes) {
 #else
     (void) min_bytes;
 #endif
-    return advised;
 }
 
 typedef struct ggml_threadpool * (*threadpool_new_fn)(struct ggml_threadpool_params * params);

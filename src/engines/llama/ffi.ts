@@ -13,7 +13,7 @@ const SYMBOLS = {
   // Optional: a --llama-lib shim built before these existed still loads (and nothing goes on huge pages).
   lshim_huge_pages: { parameters: [], result: "i32", optional: true },
   lshim_huge_begin: { parameters: [], result: "void", optional: true },
-  lshim_huge_end: { parameters: ["f64"], result: "f64", optional: true },
+  lshim_huge_end: { parameters: ["f64"], result: "void", optional: true },
   lshim_context: {
     parameters: [
       "pointer",

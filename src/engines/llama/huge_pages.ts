@@ -20,7 +20,7 @@ export type HugePages = "always" | "madvise" | "never" | "none";
 export interface HugePageCalls {
   lshim_huge_pages: (() => number) | null;
   lshim_huge_begin: (() => void) | null;
-  lshim_huge_end: ((minBytes: number) => number) | null;
+  lshim_huge_end: ((minBytes: number) => void) | null;
 }
 
 /** The smallest new mapping advised: two huge pages (smaller ones are not ggml's buffers of a real model). */
