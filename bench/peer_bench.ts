@@ -15,12 +15,15 @@
 // for embeddings, two bursts back to back), not the ratio of the two medians: the VM's speed drifts between
 // rounds, which a pair mostly does not see. A one-stream burst is short and the most sensitive to that drift,
 // so it runs as --one-stream-pairs pairs a round (each pair's order alternating); so does an embeddings burst
-// (~0.2 s), as --embed-pairs pairs a round.
+// (~0.2 s), as --embed-pairs pairs a round. A burst of several streams runs as --burst-pairs pairs a round: its
+// first tokens are one prompt round of llama.cpp's compute on both servers, so its pairs' ratios sit close to
+// 1.0 and one pair's drift decides a median of three (8 sampled Q4_0 prompts, 8 alternating pairs in one run:
+// 0.91-1.00, median 0.97; single rounds of the whole benchmark put that cell anywhere from 0.87 to 1.02).
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]
 //   [--streams 1,4,8,16] [--greedy-streams 1,8] [--json-streams 8] [--mixed-streams 8] [--parallel N]
-//   [--rounds 2] [--one-stream-pairs 5] [--new-tokens 64]
+//   [--rounds 2] [--one-stream-pairs 5] [--burst-pairs 2] [--new-tokens 64]
 //   [--prompt-tokens 250] [--threads N] [--gpu-layers N] [--llama-lib DIR] [--ctx 2048] [--json OUT.json]
 //   [--llama-bench BIN] [--embed-requests 32] [--embed-repeat 4] [--embed-pairs 4]
 // With --llama-bench, libllama's own loop on the same file is the baseline of one stream too: llama-bench's
@@ -55,6 +58,7 @@ const { values } = parseArgs({
     parallel: { type: "string" },
     rounds: { type: "string", default: "2" },
     "one-stream-pairs": { type: "string", default: "5" },
+    "burst-pairs": { type: "string", default: "2" },
     "new-tokens": { type: "string", default: "64" },
     "prompt-tokens": { type: "string", default: "250" },
     "prefill-tokens": { type: "string", default: "512" },
@@ -81,6 +85,7 @@ const LOADS: [Workload, number[]][] = [
 ];
 const ROUNDS = Number(values.rounds);
 const ONE_STREAM_PAIRS = Math.max(1, Number(values["one-stream-pairs"]));
+const BURST_PAIRS = Math.max(1, Number(values["burst-pairs"]));
 const NEW = Number(values["new-tokens"]);
 const THREADS = values.threads!;
 const CTX = Number(values.ctx);
@@ -262,7 +267,7 @@ for (const file of values.gguf?.split(",") ?? []) {
     for (let round = 0; round < ROUNDS; round++) {
       for (const [workload, counts] of LOADS) {
         for (const n of counts) {
-          for (let k = 0; k < (n === 1 ? ONE_STREAM_PAIRS : 1); k++) {
+          for (let k = 0; k < (n === 1 ? ONE_STREAM_PAIRS : BURST_PAIRS); k++) {
             const pair = nextPair++;
             for (const s of (round + k) % 2 ? [...servers].reverse() : servers) {
               const churn = workload === "mixed" ? PARALLEL : 0;
