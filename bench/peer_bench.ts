@@ -18,7 +18,8 @@
 // (~0.2 s), as --embed-pairs pairs a round. A burst of several streams runs as --burst-pairs pairs a round: its
 // first tokens are one prompt round of llama.cpp's compute on both servers, so its pairs' ratios sit close to
 // 1.0 and one pair's drift decides a median of three (8 sampled Q4_0 prompts, 8 alternating pairs in one run:
-// 0.91-1.00, median 0.97; single rounds of the whole benchmark put that cell anywhere from 0.87 to 1.02).
+// 0.91-1.00, median 0.97; medians of three pairs put the burst rows' first tokens anywhere from 0.86 to 1.02
+// over four runs).
 // Every stream is checked to have produced its tokens; a greedy stream whose tokens print nothing has no
 // decode figure.
 // Usage: deno run -A bench/peer_bench.ts --llama-server BIN --gguf FILE[,FILE] [--embed-gguf FILE]
